@@ -1,0 +1,181 @@
+// Package echo is the bundled sample server: a gRPC Echo service (unary and
+// bidirectional streaming), the standard health and reflection services, the
+// same echo over HTTP/1.1 JSON, and an opt-in debug listener with pprof and Go
+// runtime metrics for the PGO arm and for allocation per call.
+package echo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/coldstart-go/coldstart/internal/echo/echopb"
+	"github.com/coldstart-go/coldstart/internal/rtmetrics"
+)
+
+// Options says where the sample server listens. Empty addresses are off,
+// except that Addr or Unix must name the gRPC listener.
+type Options struct {
+	// Addr is the gRPC TCP address, host:port.
+	Addr string
+	// Unix is a Unix socket path for gRPC; it replaces Addr when set.
+	Unix string
+	// HTTPAddr is the HTTP/1.1 JSON echo listener (POST /echo); "" = off.
+	HTTPAddr string
+	// DebugAddr serves /debug/pprof/ and /debug/runtime (Go runtime
+	// metrics as JSON); "" = off.
+	DebugAddr string
+	// NotReadyFor keeps the health service at NOT_SERVING this long after
+	// start; 0 = serving at once.
+	NotReadyFor time.Duration
+}
+
+// Service implements echopb.EchoServer.
+type Service struct {
+	echopb.UnimplementedEchoServer
+}
+
+// Echo returns the payload unchanged.
+func (Service) Echo(_ context.Context, req *echopb.EchoRequest) (*echopb.EchoResponse, error) {
+	return &echopb.EchoResponse{Payload: req.GetPayload()}, nil
+}
+
+// EchoStream answers each message with the same payload until the client
+// closes its side.
+func (Service) EchoStream(stream echopb.Echo_EchoStreamServer) error {
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(&echopb.EchoResponse{Payload: req.GetPayload()}); err != nil {
+			return err
+		}
+	}
+}
+
+// HTTPEcho is the REST arm: POST a JSON {"payload": base64} and get the same
+// object back, so gRPC and HTTP/1.1 JSON can be compared on equal semantics.
+func HTTPEcho(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST a JSON {\"payload\": \"<base64>\"}", http.StatusMethodNotAllowed)
+		return
+	}
+	var msg struct {
+		Payload []byte `json:"payload"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&msg); err != nil {
+		http.Error(w, "decode body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(msg)
+}
+
+// Serve runs the sample server until ctx is done, then stops gracefully.
+func Serve(ctx context.Context, o Options) error {
+	network, address := "tcp", o.Addr
+	if o.Unix != "" {
+		network, address = "unix", o.Unix
+		_ = os.Remove(o.Unix) // a stale socket file from a killed run
+	}
+	if address == "" {
+		return errors.New("no gRPC address: pass --addr, --unix or set $PORT")
+	}
+	lis, err := net.Listen(network, address)
+	if err != nil {
+		return fmt.Errorf("listen %s %s: %w", network, address, err)
+	}
+	srv := grpc.NewServer()
+	echopb.RegisterEchoServer(srv, Service{})
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	if o.NotReadyFor > 0 {
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		time.AfterFunc(o.NotReadyFor, func() { hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING) })
+	}
+
+	errc := make(chan error, 3)
+	var closers []func()
+	if o.HTTPAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/echo", HTTPEcho)
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+		hsrv, err := listenHTTP(o.HTTPAddr, mux, errc)
+		if err != nil {
+			srv.Stop()
+			return err
+		}
+		closers = append(closers, func() { hsrv.Close() })
+	}
+	if o.DebugAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.Handle(rtmetrics.Path, rtmetrics.Handler())
+		dsrv, err := listenHTTP(o.DebugAddr, mux, errc)
+		if err != nil {
+			srv.Stop()
+			return err
+		}
+		closers = append(closers, func() { dsrv.Close() })
+	}
+	go func() { errc <- srv.Serve(lis) }()
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		srv.Stop()
+		for _, c := range closers {
+			c()
+		}
+		return err
+	}
+	for _, c := range closers {
+		c()
+	}
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(2 * time.Second):
+		srv.Stop()
+	}
+	return nil
+}
+
+func listenHTTP(addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+		_ = os.Remove(addr)
+	}
+	lis, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	return s, nil
+}
