@@ -1,0 +1,179 @@
+// Package campaign runs cold-start and density campaigns: every arm under
+// every budget, interleaved run by run so drift on a noisy machine spreads
+// over all arms, with one raw row per probe and a summary per arm and budget.
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// Arm is one build of the server as the campaign starts it.
+type Arm struct {
+	// Name is the arm's name ("default", "upx", ...).
+	Name string
+	// Launcher starts it (nil = a plain process).
+	Launcher prober.Launcher
+	// Path is the binary (or, for containers, what the launcher needs).
+	Path string
+	// Args returns the server's arguments for a target; nil = none (the
+	// server reads $PORT).
+	Args func(t prober.Target) []string
+	// Env is extra environment for the server.
+	Env []string
+	// Dir is the server's working directory ("" = ours).
+	Dir string
+	// SizeBytes is the artifact's size, reported beside its figures.
+	SizeBytes int64
+}
+
+func (a Arm) launcher() prober.Launcher {
+	if a.Launcher != nil {
+		return a.Launcher
+	}
+	return prober.Process{}
+}
+
+// Instance starts one instance of the arm listening at t, within b.
+func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log io.Writer) (prober.Instance, error) {
+	var args []string
+	if a.Args != nil {
+		args = a.Args(t)
+	}
+	return a.launcher().Launch(ctx, prober.Spec{
+		Arm: a.Name, Path: a.Path, Args: args, Env: a.Env, Dir: a.Dir,
+		Target: t, Budget: b, ID: prober.NewID(), Log: log,
+	})
+}
+
+// Transport is where servers listen: "tcp" (a free loopback port per
+// instance) or "unix" (a socket in a per-instance temp dir).
+type Transport string
+
+// The transports.
+const (
+	TCP  Transport = "tcp"
+	Unix Transport = "unix"
+)
+
+// newTarget picks a fresh address; cleanup removes what it made.
+func newTarget(tr Transport) (prober.Target, func(), error) {
+	if tr == Unix {
+		dir, err := os.MkdirTemp("", "coldstart-sock-")
+		if err != nil {
+			return prober.Target{}, nil, fmt.Errorf("make socket dir: %w", err)
+		}
+		return prober.Target{Network: "unix", Address: filepath.Join(dir, "server.sock")}, func() { os.RemoveAll(dir) }, nil
+	}
+	t, err := prober.FreeTCP()
+	return t, func() {}, err
+}
+
+// quantiles returns the p-quantiles of xs (empirical, no interpolation).
+func quantiles(xs []float64, ps ...float64) []float64 {
+	out := make([]float64, len(ps))
+	if len(xs) == 0 {
+		return out
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	for i, p := range ps {
+		out[i] = stat.Quantile(p, stat.Empirical, s, nil)
+	}
+	return out
+}
+
+// PinSelf restricts every thread of this process (and threads it starts
+// later) to cpus, so the prober stays off the server's CPUs.
+func PinSelf(cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("pin prober: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("pin prober to CPUs %s: %w", FormatCPUs(cpus), err)
+		}
+	}
+	return nil
+}
+
+// SelfCPUs lists the CPUs this process may run on.
+func SelfCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("read CPU affinity: %w", err)
+	}
+	var cpus []int
+	for c := 0; c < 1024; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// FormatCPUs renders a CPU list as "0,2-3".
+func FormatCPUs(cpus []int) string {
+	if len(cpus) == 0 {
+		return "all"
+	}
+	s := append([]int(nil), cpus...)
+	sort.Ints(s)
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(s[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// proberCPUs picks where the prober runs for a server budget: the CPUs it
+// is allowed outside the server's CPU set, or all when that leaves none.
+func proberCPUs(all []int, b budget.Budget) []int {
+	if len(b.CPUs) == 0 {
+		return all
+	}
+	in := map[int]bool{}
+	for _, c := range b.CPUs {
+		in[c] = true
+	}
+	var out []int
+	for _, c := range all {
+		if !in[c] {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}

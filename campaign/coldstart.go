@@ -1,0 +1,260 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// ColdStart configures a cold-start campaign.
+type ColdStart struct {
+	Arms    []Arm
+	Budgets []budget.Budget // nil = one unconstrained budget
+	// Runs is the number of counted cold starts per arm and budget, after
+	// one uncounted warm-up round.
+	Runs      int
+	Transport Transport
+	// Checker decides readiness (nil = grpc.health.v1 Check).
+	Checker prober.Checker
+	Wait    prober.WaitOptions
+	// ProberCPUs pins the prober (nil = the CPUs outside each budget's CPU
+	// set, or all CPUs when the budget has none).
+	ProberCPUs []int
+	// Progress gets one line per probe (nil = quiet); Log gets each spawned
+	// command line (-v).
+	Progress io.Writer
+	Log      io.Writer
+}
+
+// Summary is one arm under one budget: the figures of its counted runs.
+type Summary struct {
+	Arm    string `json:"arm"`
+	Budget string `json:"budget"`
+	Runs   int    `json:"runs"`
+	// Spawn to first ready RPC, milliseconds.
+	MedianMs float64 `json:"median_ms"`
+	P90Ms    float64 `json:"p90_ms"`
+	MinMs    float64 `json:"min_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	// Medians of the phases, milliseconds from t0.
+	StartedMs   float64 `json:"started_ms"`
+	AcceptingMs float64 `json:"accepting_ms"`
+	// Medians of the server's figures at first RPC.
+	StartupCPUMs float64 `json:"startup_cpu_ms"`
+	RSSBytes     int64   `json:"rss_bytes"`
+	PSSBytes     int64   `json:"pss_bytes"`
+	SizeBytes    int64   `json:"size_bytes"`
+	// Median of the prober's own CPU per probe, and where it ran.
+	ProberCPUMs float64 `json:"prober_cpu_ms"`
+	ProberCPUs  string  `json:"prober_cpus"`
+	Probe       string  `json:"probe"`
+	// PhasesMs holds the median of every phase seen, launcher phases
+	// included (runc: bundle_ready, created).
+	PhasesMs map[string]float64 `json:"phases_ms" render:"-"`
+}
+
+// Run measures every arm under every budget: one warm-up round (run 0,
+// recorded but not counted), then Runs rounds with the arms interleaved
+// (A B C A B C ...). record gets every sample as soon as it is taken, so a
+// results file keeps what was measured when the campaign is interrupted.
+// A probe that fails ends the campaign with its error (its sample, with the
+// error, is recorded first).
+func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([]Summary, error) {
+	if c.Runs <= 0 {
+		return nil, fmt.Errorf("runs: %d, want at least 1", c.Runs)
+	}
+	if len(c.Arms) == 0 {
+		return nil, errors.New("no arms to measure")
+	}
+	budgets := c.Budgets
+	if len(budgets) == 0 {
+		budgets = []budget.Budget{{}}
+	}
+	checker := c.Checker
+	if checker == nil {
+		checker = prober.Health{}
+	}
+	all, err := SelfCPUs()
+	if err != nil {
+		return nil, err
+	}
+	defer PinSelf(all) // leave this process as we found it
+
+	samples := map[key][]prober.Sample{}
+	for run := 0; run <= c.Runs; run++ {
+		for _, b := range budgets {
+			pcpus := c.ProberCPUs
+			if pcpus == nil {
+				pcpus = proberCPUs(all, b)
+			}
+			if err := PinSelf(pcpus); err != nil {
+				return nil, err
+			}
+			for _, a := range c.Arms {
+				s, err := c.probeOnce(ctx, a, b, checker, all)
+				s.Run, s.Warmup = run, run == 0
+				if rerr := record(s); rerr != nil {
+					return nil, fmt.Errorf("record sample: %w", rerr)
+				}
+				if c.Progress != nil {
+					fmt.Fprintf(c.Progress, "run %d/%d  %-8s %-12s %s\n", run, c.Runs, a.Name, b, progressNote(s, err))
+				}
+				if err != nil {
+					return nil, err
+				}
+				if run > 0 {
+					k := key{a.Name, b.String()}
+					samples[k] = append(samples[k], s)
+				}
+			}
+		}
+	}
+	var out []Summary
+	for _, b := range budgets {
+		for _, a := range c.Arms {
+			sum := Summarize(samples[key{a.Name, b.String()}])
+			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
+			pcpus := c.ProberCPUs
+			if pcpus == nil {
+				pcpus = proberCPUs(all, b)
+			}
+			sum.ProberCPUs = FormatCPUs(pcpus)
+			out = append(out, sum)
+		}
+	}
+	return out, nil
+}
+
+type key struct{ arm, budget string }
+
+func progressNote(s prober.Sample, err error) string {
+	if err != nil {
+		return "error: " + firstLine(err.Error())
+	}
+	w := ""
+	if s.Warmup {
+		w = " (warm-up, not counted)"
+	}
+	return fmt.Sprintf("%7.2f ms  %d attempts%s", s.FirstRPCMs, s.Attempts, w)
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// probeOnce starts one instance, times it to its first ready RPC, reads its
+// figures, stops it and waits until its address is free again.
+func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checker prober.Checker, all []int) (s prober.Sample, err error) {
+	s = prober.Sample{Arm: a.Name, Budget: b.String()}
+	defer func() {
+		if err != nil {
+			s.Error = err.Error()
+		}
+	}()
+	t, cleanup, err := newTarget(c.Transport)
+	if err != nil {
+		return s, err
+	}
+	defer cleanup()
+	if err := prober.EnsureFree(ctx, t); err != nil {
+		return s, fmt.Errorf("%s: %w", a.Name, err)
+	}
+	// A child inherits the CPU mask of the thread that forks it: with the
+	// prober pinned, an unpinned budget must name all CPUs explicitly.
+	lb := b
+	if len(lb.CPUs) == 0 {
+		lb.CPUs = all
+	}
+	ru0 := selfCPU()
+	inst, err := a.Instance(ctx, t, lb, c.Log)
+	if err != nil {
+		return s, err
+	}
+	defer func() {
+		// Stop even when ctx is cancelled: a fresh context bounds the stop.
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		inst.Stop(sctx)
+		if werr := prober.WaitFree(sctx, t, 5*time.Second); werr != nil && err == nil {
+			err = werr
+		}
+	}()
+	r, werr := prober.WaitReady(ctx, inst, t, checker, c.Wait)
+	s.ProberCPUMs = ms(selfCPU() - ru0)
+	s.Attempts = r.Attempts
+	s.Phases = append(inst.Phases(), r.Phases...)
+	if werr != nil {
+		if errors.Is(werr, prober.ErrNotReady) {
+			return s, fmt.Errorf("%s: %w", a.Name, werr)
+		}
+		return s, werr
+	}
+	s.FirstRPCMs = ms(r.FirstRPC)
+	// Read the server's figures at once: they belong to the moment of first RPC.
+	if cpu, err := prober.HostProc.CPU(inst.PID()); err == nil {
+		s.StartupCPUMs = cpu.Seconds() * 1000
+	}
+	if m, err := prober.HostProc.Mem(inst.PID()); err == nil {
+		s.RSSBytes, s.PSSBytes = m.RSS, m.PSS
+	}
+	return s, nil
+}
+
+// selfCPU is this process's user+system CPU time so far (all threads).
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Summarize reduces counted samples to medians and a range. Samples with
+// an error are left out.
+func Summarize(ss []prober.Sample) Summary {
+	var first, cpu, rss, pss, pcpu []float64
+	phases := map[string][]float64{}
+	for _, s := range ss {
+		if s.Error != "" || s.Warmup {
+			continue
+		}
+		first = append(first, s.FirstRPCMs)
+		cpu = append(cpu, s.StartupCPUMs)
+		rss = append(rss, float64(s.RSSBytes))
+		pss = append(pss, float64(s.PSSBytes))
+		pcpu = append(pcpu, s.ProberCPUMs)
+		for _, p := range s.Phases {
+			phases[p.Name] = append(phases[p.Name], p.Ms)
+		}
+	}
+	sum := Summary{Runs: len(first), PhasesMs: map[string]float64{}}
+	if len(first) == 0 {
+		return sum
+	}
+	q := quantiles(first, 0.5, 0.9, 0, 1)
+	sum.MedianMs, sum.P90Ms, sum.MinMs, sum.MaxMs = q[0], q[1], q[2], q[3]
+	sum.StartupCPUMs = quantiles(cpu, 0.5)[0]
+	sum.RSSBytes = int64(quantiles(rss, 0.5)[0])
+	sum.PSSBytes = int64(quantiles(pss, 0.5)[0])
+	sum.ProberCPUMs = quantiles(pcpu, 0.5)[0]
+	for name, xs := range phases {
+		sum.PhasesMs[name] = quantiles(xs, 0.5)[0]
+	}
+	sum.StartedMs = sum.PhasesMs[prober.PhaseStarted]
+	sum.AcceptingMs = sum.PhasesMs[prober.PhaseAccepting]
+	return sum
+}

@@ -1,0 +1,144 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// Density configures a density measurement: N idle instances of each arm
+// side by side, each ready, then their memory read.
+type Density struct {
+	Arms      []Arm
+	Budget    budget.Budget
+	Instances int
+	Transport Transport
+	Checker   prober.Checker
+	Wait      prober.WaitOptions
+	Progress  io.Writer
+	Log       io.Writer
+}
+
+// DensityRow is one arm's memory with Instances idle instances running.
+// PSS divides shared pages among the processes sharing them, so it is what
+// one more instance really costs; RSS counts shared pages in full.
+type DensityRow struct {
+	Arm       string `json:"arm"`
+	Budget    string `json:"budget"`
+	Instances int    `json:"instances"`
+	// Per instance: the median over the instances.
+	PSSBytes     int64 `json:"pss_bytes"`
+	PSSAnonBytes int64 `json:"pss_anon_bytes"`
+	RSSBytes     int64 `json:"rss_bytes"`
+	// Sums over all instances.
+	TotalPSSBytes int64 `json:"total_pss_bytes"`
+	TotalRSSBytes int64 `json:"total_rss_bytes"`
+	SizeBytes     int64 `json:"size_bytes"`
+}
+
+// DensitySample is one instance's memory, a raw row.
+type DensitySample struct {
+	Arm          string `json:"arm"`
+	Budget       string `json:"budget"`
+	Instance     int    `json:"instance"`
+	PID          int    `json:"pid"`
+	RSSBytes     int64  `json:"rss_bytes"`
+	PSSBytes     int64  `json:"pss_bytes"`
+	PSSAnonBytes int64  `json:"pss_anon_bytes"`
+}
+
+// Run starts the instances of one arm at a time, waits until all answer,
+// lets them settle, reads each one's memory, and stops them all.
+func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]DensityRow, error) {
+	if d.Instances <= 0 {
+		return nil, fmt.Errorf("instances: %d, want at least 1", d.Instances)
+	}
+	checker := d.Checker
+	if checker == nil {
+		checker = prober.Health{}
+	}
+	var rows []DensityRow
+	for _, a := range d.Arms {
+		row, err := d.arm(ctx, a, checker, record)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record func(DensitySample) error) (DensityRow, error) {
+	row := DensityRow{Arm: a.Name, Budget: d.Budget.String(), Instances: d.Instances, SizeBytes: a.SizeBytes}
+	var insts []prober.Instance
+	var cleanups []func()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		for _, in := range insts {
+			in.Stop(sctx)
+		}
+		for _, c := range cleanups {
+			c()
+		}
+	}()
+	for i := 0; i < d.Instances; i++ {
+		t, cleanup, err := newTarget(d.Transport)
+		if err != nil {
+			return row, err
+		}
+		cleanups = append(cleanups, cleanup)
+		if err := prober.EnsureFree(ctx, t); err != nil {
+			return row, fmt.Errorf("%s: %w", a.Name, err)
+		}
+		inst, err := a.Instance(ctx, t, d.Budget, d.Log)
+		if err != nil {
+			return row, err
+		}
+		insts = append(insts, inst)
+		if _, err := prober.WaitReady(ctx, inst, t, checker, d.Wait); err != nil {
+			if errors.Is(err, prober.ErrNotReady) {
+				return row, fmt.Errorf("%s instance %d: %w", a.Name, i+1, err)
+			}
+			return row, err
+		}
+		if d.Progress != nil {
+			fmt.Fprintf(d.Progress, "density %-8s instance %d/%d ready\n", a.Name, i+1, d.Instances)
+		}
+	}
+	// Idle instances settle (the Go runtime returns start-up memory and
+	// background goroutines finish) before memory is read.
+	select {
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+		return row, ctx.Err()
+	}
+	var pss, anon, rss []float64
+	for i, in := range insts {
+		select {
+		case <-in.Done():
+			return row, in.Err()
+		default:
+		}
+		m, err := prober.HostProc.Mem(in.PID())
+		if err != nil {
+			return row, fmt.Errorf("%s instance %d: %w", a.Name, i+1, err)
+		}
+		s := DensitySample{Arm: a.Name, Budget: row.Budget, Instance: i + 1, PID: in.PID(), RSSBytes: m.RSS, PSSBytes: m.PSS, PSSAnonBytes: m.Anon}
+		if err := record(s); err != nil {
+			return row, fmt.Errorf("record sample: %w", err)
+		}
+		pss, anon, rss = append(pss, float64(m.PSS)), append(anon, float64(m.Anon)), append(rss, float64(m.RSS))
+		row.TotalPSSBytes += m.PSS
+		row.TotalRSSBytes += m.RSS
+	}
+	row.PSSBytes = int64(quantiles(pss, 0.5)[0])
+	row.PSSAnonBytes = int64(quantiles(anon, 0.5)[0])
+	row.RSSBytes = int64(quantiles(rss, 0.5)[0])
+	return row, nil
+}

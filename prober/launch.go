@@ -1,0 +1,261 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coldstart-go/coldstart/budget"
+)
+
+// Spec says how to start one server instance.
+type Spec struct {
+	// Arm names the artifact in errors ("upx", "pgo", ...).
+	Arm string
+	// Path and Args are the server's command line; Env is added to this
+	// process's environment; Dir is its working directory ("" = ours).
+	Path string
+	Args []string
+	Env  []string
+	Dir  string
+	// Target is where the server will listen. For TCP, PORT is set to its
+	// port (the Knative convention).
+	Target Target
+	// Budget is the CPU and memory budget it runs in (zero = none).
+	Budget budget.Budget
+	// ID is unique per instance; it keys the instance's cgroup, container
+	// and temporary files.
+	ID string
+	// Log, when set, gets each spawned command line (-v), so a run can be
+	// replayed by hand.
+	Log io.Writer
+}
+
+// Instance is one running server.
+type Instance interface {
+	// PID is the server process whose /proc figures are the server's.
+	PID() int
+	// T0 is when the launch began: taken immediately before the process (or
+	// container) was started. Every phase is measured from it.
+	T0() time.Time
+	// Phases are the launcher's own phases from T0 (process_started for a
+	// plain process; bundle_ready, created, process_started for runc).
+	Phases() []Phase
+	// Done is closed when the server has exited.
+	Done() <-chan struct{}
+	// Err says why it exited (exit status and the tail of its stderr); nil
+	// before Done.
+	Err() error
+	// Usage is what the instance's cgroup reports (zero without one).
+	Usage() (budget.Usage, error)
+	// Stop ends the server (SIGTERM, SIGKILL after a grace period), reaps
+	// it and releases its budget. It is safe to call more than once.
+	Stop(ctx context.Context) error
+}
+
+// Launcher starts server instances: processes, or containers.
+type Launcher interface {
+	Launch(ctx context.Context, s Spec) (Instance, error)
+}
+
+// ErrExited is returned when a server exits before it is ready.
+var ErrExited = errors.New("server exited")
+
+// Process launches servers as plain child processes.
+type Process struct {
+	// Grace is how long Stop waits after SIGTERM before SIGKILL (0 = 2 s).
+	Grace time.Duration
+}
+
+var _ Launcher = Process{}
+
+// Launch starts s as a child process inside s.Budget.
+func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
+	if s.ID == "" {
+		s.ID = NewID()
+	}
+	pl, err := s.Budget.Place(s.ID)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: budget %s: %w", s.Arm, s.Budget, err)
+	}
+	cmd := exec.Command(s.Path, s.Args...)
+	cmd.Dir = s.Dir
+	cmd.Env = append(os.Environ(), s.Env...)
+	if p := s.Target.Port(); p != "" {
+		cmd.Env = append(cmd.Env, "PORT="+p)
+	}
+	tail := &TailBuffer{Max: 4096}
+	cmd.Stdout = io.Discard
+	cmd.Stderr = tail
+	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
+	// alone and coldstart stops the server in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, "+ %s%s\n", envPrefix(s), shellQuote(append([]string{s.Path}, s.Args...)))
+	}
+	p := &proc{arm: s.Arm, cmd: cmd, tail: tail, pl: pl, done: make(chan struct{}), grace: l.Grace}
+	if p.grace == 0 {
+		p.grace = 2 * time.Second
+	}
+	p.t0 = time.Now()
+	if err := pl.Start(cmd); err != nil {
+		pl.Close()
+		return nil, fmt.Errorf("start %s (%s): %w", s.Arm, s.Path, err)
+	}
+	p.started = time.Since(p.t0)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%w: %s: %v%s", ErrExited, s.Arm, err, tail.Quote())
+		} else {
+			err = fmt.Errorf("%w: %s: exit status 0%s", ErrExited, s.Arm, tail.Quote())
+		}
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+type proc struct {
+	arm     string
+	cmd     *exec.Cmd
+	tail    *TailBuffer
+	pl      *budget.Placement
+	t0      time.Time
+	started time.Duration
+	grace   time.Duration
+	done    chan struct{}
+
+	mu      sync.Mutex
+	err     error
+	stopped bool
+}
+
+func (p *proc) PID() int              { return p.cmd.Process.Pid }
+func (p *proc) T0() time.Time         { return p.t0 }
+func (p *proc) Done() <-chan struct{} { return p.done }
+func (p *proc) Phases() []Phase {
+	return []Phase{{Name: PhaseStarted, Ms: ms(p.started)}}
+}
+
+func (p *proc) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *proc) Usage() (budget.Usage, error) { return p.pl.Usage() }
+
+func (p *proc) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		<-p.done
+		return nil
+	}
+	p.stopped = true
+	p.mu.Unlock()
+	defer p.pl.Close()
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(p.grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	// Not gone after the grace period (or we are out of time): kill the
+	// whole process group, then reap.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
+// NewID returns an id unique to this process and moment, for keying
+// cgroups, containers and temp dirs of one instance.
+func NewID() string {
+	idMu.Lock()
+	defer idMu.Unlock()
+	idSeq++
+	return fmt.Sprintf("coldstart-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9, idSeq)
+}
+
+var (
+	idMu  sync.Mutex
+	idSeq int
+)
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func envPrefix(s Spec) string {
+	var b strings.Builder
+	if p := s.Target.Port(); p != "" {
+		b.WriteString("PORT=" + p + " ")
+	}
+	for _, e := range s.Env {
+		b.WriteString(shellQuote([]string{e}) + " ")
+	}
+	return b.String()
+}
+
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]{}~#") {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// TailBuffer keeps the last Max bytes written to it: a child's stderr,
+// quoted in errors.
+type TailBuffer struct {
+	Max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.Max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// String is the tail as written.
+func (t *TailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// Quote is the tail formatted for the end of an error message: "" when
+// empty, else "; stderr:\n<tail>".
+func (t *TailBuffer) Quote() string {
+	s := strings.TrimSpace(t.String())
+	if s == "" {
+		return ""
+	}
+	return "; stderr:\n" + s
+}

@@ -1,0 +1,229 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// Answer is what one readiness attempt got back.
+type Answer struct {
+	// Answered: the server replied at the application level (any gRPC
+	// status other than Unavailable/DeadlineExceeded, or any HTTP status).
+	Answered bool
+	// Ready: the reply says the server is ready (health SERVING, HTTP 2xx).
+	Ready bool
+	// Detail describes a not-ready answer ("NOT_SERVING", "503").
+	Detail string
+}
+
+// Checker makes one readiness attempt over a fresh connection.
+type Checker interface {
+	Check(ctx context.Context, t Target) (Answer, error)
+	// Name labels the probe kind in results ("grpc-health", "http", ...).
+	Name() string
+}
+
+// Health checks grpc.health.v1.Health/Check on a fresh channel per call,
+// fail-fast: one connection attempt, no reconnect backoff to wait out.
+type Health struct {
+	// Service is the health service name ("" = the whole server).
+	Service string
+	// Authority overrides the :authority header (Knative's Host routing).
+	Authority string
+}
+
+var _ Checker = Health{}
+
+func (Health) Name() string { return "grpc-health" }
+
+// Check dials a new channel, calls Check once and closes the channel.
+func (h Health) Check(ctx context.Context, t Target) (Answer, error) {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if h.Authority != "" {
+		opts = append(opts, grpc.WithAuthority(h.Authority))
+	}
+	cc, err := grpc.NewClient(t.GRPCTarget(), opts...)
+	if err != nil {
+		return Answer{}, fmt.Errorf("dial %s: %w", t, err)
+	}
+	defer cc.Close()
+	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: h.Service})
+	if err != nil {
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+			return Answer{}, err
+		}
+		// Any other status is the server speaking: it answered, not ready.
+		return Answer{Answered: true, Detail: status.Code(err).String()}, nil
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return Answer{Answered: true, Detail: resp.GetStatus().String()}, nil
+	}
+	return Answer{Answered: true, Ready: true}, nil
+}
+
+// WaitOptions tune WaitReady.
+type WaitOptions struct {
+	// Timeout gives up this long after T0 (0 = 30 s).
+	Timeout time.Duration
+	// Attempt bounds one readiness attempt (0 = 250 ms).
+	Attempt time.Duration
+	// Gap is the pause after a failed attempt, so the prober does not steal
+	// the CPU the server needs to start (0 = 200 µs).
+	Gap time.Duration
+}
+
+func (o WaitOptions) withDefaults() WaitOptions {
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Attempt == 0 {
+		o.Attempt = 250 * time.Millisecond
+	}
+	if o.Gap == 0 {
+		o.Gap = 200 * time.Microsecond
+	}
+	return o
+}
+
+// Readiness is how an instance became ready, from its T0.
+type Readiness struct {
+	Phases   []Phase // accepting, first_answer, first_rpc (launcher phases not included)
+	FirstRPC time.Duration
+	Attempts int     // readiness attempts made (connects and RPCs)
+	LastNote string  // the last not-ready detail seen
+}
+
+// ErrNotReady is returned when a server does not become ready in time.
+var ErrNotReady = errors.New("server not ready")
+
+// WaitReady probes inst at t until c says it is ready, inst exits, or the
+// timeout passes. Each attempt first checks with a bare connect() that
+// something accepts (cheap, and it times the accepting phase), then makes the
+// checker's call over a fresh connection.
+func WaitReady(ctx context.Context, inst Instance, t Target, c Checker, o WaitOptions) (Readiness, error) {
+	o = o.withDefaults()
+	var r Readiness
+	t0 := inst.T0()
+	deadline := t0.Add(o.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	accepting, answered := false, false
+	var lastErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return r, fmt.Errorf("%w within %v at %s (last: %s)", ErrNotReady, o.Timeout, t, lastNote(r, lastErr))
+			}
+			return r, err
+		}
+		select {
+		case <-inst.Done():
+			return r, inst.Err()
+		default:
+		}
+		r.Attempts++
+		if !accepting {
+			if err := connectOnce(ctx, t, o.Attempt); err != nil {
+				lastErr = err
+				pause(ctx, o.Gap)
+				continue
+			}
+			accepting = true
+			r.Phases = append(r.Phases, Phase{Name: PhaseAccepting, Ms: ms(time.Since(t0))})
+		}
+		actx, acancel := context.WithTimeout(ctx, o.Attempt)
+		a, err := c.Check(actx, t)
+		acancel()
+		now := time.Since(t0)
+		if err != nil {
+			lastErr = err
+			pause(ctx, o.Gap)
+			continue
+		}
+		if a.Answered && !answered {
+			answered = true
+			r.Phases = append(r.Phases, Phase{Name: PhaseFirstReply, Ms: ms(now)})
+		}
+		if a.Ready {
+			r.FirstRPC = now
+			r.Phases = append(r.Phases, Phase{Name: PhaseFirstRPC, Ms: ms(now)})
+			return r, nil
+		}
+		r.LastNote = a.Detail
+		pause(ctx, o.Gap)
+	}
+}
+
+func lastNote(r Readiness, err error) string {
+	if r.LastNote != "" {
+		return "answered " + r.LastNote
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "no attempt finished"
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func connectOnce(ctx context.Context, t Target, timeout time.Duration) error {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, t.Network, t.Address)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// ErrInUse is returned when something already answers at a target before a
+// server is started there: a stale server would produce a false reading.
+var ErrInUse = errors.New("address in use")
+
+// EnsureFree returns ErrInUse when anything accepts a connection at t.
+func EnsureFree(ctx context.Context, t Target) error {
+	err := connectOnce(ctx, t, time.Second)
+	if err == nil {
+		return fmt.Errorf("%w: something already answers at %s; stop it or choose another address", ErrInUse, t)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%w: %s does not refuse connections (timed out): %v", ErrInUse, t, err)
+	}
+	return nil
+}
+
+// WaitFree waits until nothing accepts at t any more (after a Stop), up to
+// timeout.
+func WaitFree(ctx context.Context, t Target, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if EnsureFree(ctx, t) == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s still answers %v after the server stopped", ErrInUse, t, timeout)
+		}
+		pause(ctx, 5*time.Millisecond)
+	}
+}
