@@ -100,8 +100,8 @@ func (o WaitOptions) withDefaults() WaitOptions {
 type Readiness struct {
 	Phases   []Phase // accepting, first_answer, first_rpc (launcher phases not included)
 	FirstRPC time.Duration
-	Attempts int     // readiness attempts made (connects and RPCs)
-	LastNote string  // the last not-ready detail seen
+	Attempts int    // readiness attempts made (connects and RPCs)
+	LastNote string // the last not-ready detail seen
 }
 
 // ErrNotReady is returned when a server does not become ready in time.
