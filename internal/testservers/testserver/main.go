@@ -1,0 +1,165 @@
+// Command testserver is a small real server with many behaviours, one per
+// -mode, for tests across coldstart: servers that follow other conventions
+// than the sample server (an HTTP-only server, a port flag with another name,
+// $PORT only, a Unix socket), servers that are not ready at first, and
+// servers that misbehave (exit at once, never become ready, never listen).
+//
+// Where it listens: -socket PATH (a Unix socket), else -listen-port N
+// (127.0.0.1:N), else 127.0.0.1:$PORT. Nothing else is read.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/coldstart-go/coldstart/internal/echo"
+	"github.com/coldstart-go/coldstart/internal/echo/echopb"
+)
+
+type options struct {
+	mode        string
+	listenPort  int
+	socket      string
+	notReadyFor time.Duration
+	h2c         bool
+	message     string
+	exitCode    int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.mode, "mode", "grpc", "grpc (Echo, health, reflection) | http (GET any path) | exit (print -message to stderr, exit -exit-code) | silent (never listen)")
+	flag.IntVar(&o.listenPort, "listen-port", 0, "listen on 127.0.0.1 at this port (0 = use -socket or $PORT)")
+	flag.StringVar(&o.socket, "socket", "", "listen on this Unix socket path")
+	flag.DurationVar(&o.notReadyFor, "not-ready-for", 0, "answer NOT_SERVING (grpc) or 503 (http) for this long after start (0 = ready at once, negative = forever)")
+	flag.BoolVar(&o.h2c, "h2c", false, "http mode: also serve HTTP/2 without TLS (prior knowledge)")
+	flag.StringVar(&o.message, "message", "testserver: cannot start: configuration missing", "exit mode: the line printed to stderr")
+	flag.IntVar(&o.exitCode, "exit-code", 3, "exit mode: the exit status")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "testserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	switch o.mode {
+	case "exit":
+		fmt.Fprintln(os.Stderr, o.message)
+		os.Exit(o.exitCode)
+	case "silent":
+		<-ctx.Done()
+		return nil
+	case "grpc", "http":
+	default:
+		return fmt.Errorf("-mode: unknown mode %q (known: grpc, http, exit, silent)", o.mode)
+	}
+	lis, err := listen(o)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ready := func() bool {
+		if o.notReadyFor < 0 {
+			return false
+		}
+		return time.Since(start) >= o.notReadyFor
+	}
+	if o.mode == "http" {
+		return serveHTTP(ctx, lis, o, ready)
+	}
+	return serveGRPC(ctx, lis, o)
+}
+
+func listen(o options) (net.Listener, error) {
+	network, address := "tcp", ""
+	switch {
+	case o.socket != "":
+		network, address = "unix", o.socket
+		_ = os.Remove(o.socket)
+	case o.listenPort != 0:
+		address = "127.0.0.1:" + strconv.Itoa(o.listenPort)
+	default:
+		p := os.Getenv("PORT")
+		if p == "" {
+			return nil, errors.New("no address: pass -socket, -listen-port or set $PORT")
+		}
+		address = "127.0.0.1:" + p
+	}
+	lis, err := net.Listen(network, address)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s %s: %w", network, address, err)
+	}
+	return lis, nil
+}
+
+func serveGRPC(ctx context.Context, lis net.Listener, o options) error {
+	srv := grpc.NewServer()
+	echopb.RegisterEchoServer(srv, echo.Service{})
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	if o.notReadyFor != 0 {
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		if o.notReadyFor > 0 {
+			time.AfterFunc(o.notReadyFor, func() { hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING) })
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	srv.Stop()
+	return nil
+}
+
+func serveHTTP(ctx context.Context, lis net.Listener, o options, ready func() bool) error {
+	var requests atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if !ready() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		// The protocol lets a test check that h2c really was HTTP/2.
+		fmt.Fprintf(w, "ok %s %s\n", r.Proto, r.URL.Path)
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if o.h2c {
+		s.Protocols = new(http.Protocols)
+		s.Protocols.SetHTTP1(true)
+		s.Protocols.SetUnencryptedHTTP2(true)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	return s.Close()
+}

@@ -1,0 +1,164 @@
+package prober
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// HTTP checks a URL over a fresh connection per attempt (a new transport
+// each time, no keep-alive): the first 2xx means ready; any other status
+// (503 while starting) means answered, not ready. Redirects are not
+// followed. With H2C it speaks HTTP/2 without TLS (prior knowledge).
+type HTTP struct {
+	// H2C selects HTTP/2 over cleartext instead of HTTP/1.1.
+	H2C bool
+	// Path is the request path with its query ("/healthz?full=1").
+	Path string
+	// Fixed is the address the URL names, when it names a port; zero when
+	// the probe follows the instance's target.
+	Fixed Target
+	// Host is the Host header ("" = the address dialled, or "localhost"
+	// for a Unix socket).
+	Host string
+	// Body, when set, is POSTed with ContentType; else the request is a GET.
+	Body        []byte
+	ContentType string
+}
+
+var _ Checker = (*HTTP)(nil)
+
+// NewHTTP parses a probe URL: http://HOST:PORT/path or h2c://HOST:PORT/path.
+// HOST must be loopback (127.0.0.0/8, ::1, localhost); a non-loopback URL is
+// refused, so a probe never leaves the machine. The address part may be
+// left to the instance: "http:///healthz", "http://{addr}/healthz",
+// "http://127.0.0.1:{port}/healthz" and a host without a port all dial the
+// instance's target (its $PORT, or its Unix socket). A literal port is a
+// fixed address (see Fixed).
+func NewHTTP(raw string) (*HTTP, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || (scheme != "http" && scheme != "h2c") {
+		return nil, fmt.Errorf("--probe: %q is not an http:// or h2c:// URL", raw)
+	}
+	hostport, path := rest, "/"
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		hostport, path = rest[:i], rest[i:]
+		if strings.HasPrefix(path, "?") {
+			path = "/" + path
+		}
+	}
+	u, err := url.Parse("http://localhost" + path)
+	if err != nil || u.Host != "localhost" {
+		return nil, fmt.Errorf("--probe: bad path in %q: %v", raw, err)
+	}
+	h := &HTTP{H2C: scheme == "h2c", Path: u.RequestURI()}
+	switch {
+	case hostport == "" || hostport == "{addr}":
+		return h, nil
+	case strings.HasSuffix(hostport, ":{port}"):
+		host := strings.TrimSuffix(hostport, ":{port}")
+		if err := checkLoopback(raw, host); err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		// No port: the host alone, the instance's port.
+		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
+	}
+	if strings.ContainsAny(host+port, "{}") {
+		return nil, fmt.Errorf("--probe: %q: only {addr} or HOST:{port} may stand for the address", raw)
+	}
+	if err := checkLoopback(raw, host); err != nil {
+		return nil, err
+	}
+	if port != "" {
+		h.Fixed = Target{Network: "tcp", Address: net.JoinHostPort(host, port)}
+	}
+	return h, nil
+}
+
+// IsLoopback reports whether host is localhost or a loopback IP
+// (127.0.0.0/8, ::1).
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkLoopback(raw, host string) error {
+	if !IsLoopback(host) {
+		return fmt.Errorf("--probe: %q: host %q is not loopback; coldstart probes only 127.0.0.0/8, ::1, localhost or a Unix socket", raw, host)
+	}
+	return nil
+}
+
+// Name labels the probe in results: "http /healthz" or "h2c /healthz".
+func (h *HTTP) Name() string {
+	if h.H2C {
+		return "h2c " + h.Path
+	}
+	return "http " + h.Path
+}
+
+// Check makes one request over a new connection to h.Fixed or, when that
+// is zero, to t.
+func (h *HTTP) Check(ctx context.Context, t Target) (Answer, error) {
+	dst := t
+	if h.Fixed.Address != "" {
+		dst = h.Fixed
+	}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, dst.Network, dst.Address)
+		},
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	}
+	if h.H2C {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	host := h.Host
+	if host == "" {
+		host = dst.Address
+		if dst.Network == "unix" {
+			host = "localhost"
+		}
+	}
+	method, body := http.MethodGet, io.Reader(nil)
+	if h.Body != nil {
+		method, body = http.MethodPost, bytes.NewReader(h.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+host+h.Path, body)
+	if err != nil {
+		return Answer{}, fmt.Errorf("build request for %s: %w", h.Name(), err)
+	}
+	if h.Body != nil && h.ContentType != "" {
+		req.Header.Set("Content-Type", h.ContentType)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Answer{}, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return Answer{Answered: true, Ready: true, Detail: resp.Proto}, nil
+	}
+	return Answer{Answered: true, Detail: resp.Status}, nil
+}
