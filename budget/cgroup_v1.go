@@ -1,0 +1,331 @@
+package budget
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// cfsPeriod is the CFS period a quota is expressed in: 100 ms in µs, the
+// kernel's default (and Kubernetes').
+const cfsPeriod = 100000
+
+// cgroupV1 is one placement's cgroup in the v1 cpu, cpuacct, memory (and,
+// with a CPU set, cpuset) hierarchies, at /<Parent>/<id> in each.
+//
+// A process cannot be cloned into a v1 cgroup. Instead the forking thread
+// (locked, never the thread group leader) joins the cgroup by writing its
+// TID to each controller's tasks file, forks, and goes back: the child
+// inherits the thread's cgroups, and the memory it maps after exec is
+// charged to the cgroup from its first instruction. No extra exec.
+type cgroupV1 struct {
+	root  string // the v1 mounts' parent, /sys/fs/cgroup
+	group string // /coldstart/<id>
+	cg    cgroup1.Cgroup
+	subs  []cgroup1.Name // controllers the cgroup exists in
+	move  []cgroup1.Name // of those, one per distinct hierarchy (co-mounts)
+	// madeParent lists the Parent directories this placement created.
+	madeParent []string
+}
+
+var _ cgroup = (*cgroupV1)(nil)
+
+func newCgroupV1(root, id string, b Budget) (_ *cgroupV1, err error) {
+	c := &cgroupV1{root: root, group: "/" + Parent + "/" + id}
+	type ctl struct {
+		name     cgroup1.Name
+		required bool
+		why      string
+	}
+	ctls := []ctl{
+		{cgroup1.Cpu, b.Cores > 0, "a CPU quota"},
+		{cgroup1.Cpuacct, false, ""},
+		{cgroup1.Memory, b.MemBytes > 0, "a memory limit"},
+	}
+	if len(b.CPUs) > 0 {
+		ctls = append(ctls, ctl{cgroup1.Cpuset, false, ""})
+	}
+	var (
+		subs []cgroup1.Subsystem
+		seen = map[string]bool{}
+	)
+	for _, k := range ctls {
+		dir := filepath.Join(root, string(k.name))
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
+			if k.required {
+				return nil, fmt.Errorf("%w: %s needs the v1 %s controller, not mounted at %s", ErrNoCgroup, k.why, k.name, dir)
+			}
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, c.group)); err == nil {
+			return nil, fmt.Errorf("create cgroup %s: %s already exists", c.name(), filepath.Join(dir, c.group))
+		}
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", dir, err)
+		}
+		if !seen[real] {
+			seen[real] = true
+			c.move = append(c.move, k.name)
+			if _, err := os.Lstat(filepath.Join(real, Parent)); errors.Is(err, os.ErrNotExist) {
+				c.madeParent = append(c.madeParent, filepath.Join(real, Parent))
+			}
+		}
+		c.subs = append(c.subs, k.name)
+		switch k.name {
+		case cgroup1.Cpu:
+			subs = append(subs, cgroup1.NewCpu(root))
+		case cgroup1.Cpuacct:
+			subs = append(subs, cgroup1.NewCpuacct(root))
+		case cgroup1.Memory:
+			subs = append(subs, cgroup1.NewMemory(root))
+		case cgroup1.Cpuset:
+			subs = append(subs, cgroup1.NewCpuset(root))
+		}
+	}
+	if len(subs) == 0 {
+		return nil, fmt.Errorf("%w: no v1 cpu, cpuacct or memory controller under %s", ErrNoCgroup, root)
+	}
+	res := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
+	if b.Cores > 0 {
+		quota, period := quotaUS(b.Cores), uint64(cfsPeriod)
+		res.CPU.Quota, res.CPU.Period = &quota, &period
+	}
+	if len(b.CPUs) > 0 {
+		res.CPU.Cpus = FormatCPUList(b.CPUs)
+	}
+	if b.MemBytes > 0 {
+		res.Memory = &specs.LinuxMemory{Limit: &b.MemBytes}
+	}
+	defer func() {
+		if err != nil {
+			c.removeDirs()
+		}
+	}()
+	hier := func() ([]cgroup1.Subsystem, error) { return subs, nil }
+	c.cg, err = cgroup1.New(cgroup1.StaticPath(c.group), res, cgroup1.WithHierarchy(hier))
+	if err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", c.name(), err)
+	}
+	if b.MemBytes > 0 {
+		// Without swap accounting there is no memsw file and nothing to swap
+		// to beyond what memory.limit_in_bytes already bounds.
+		memsw := filepath.Join(root, string(cgroup1.Memory), c.group, "memory.memsw.limit_in_bytes")
+		if _, err := os.Stat(memsw); err == nil {
+			if err := os.WriteFile(memsw, []byte(strconv.FormatInt(b.MemBytes, 10)), 0); err != nil {
+				return nil, fmt.Errorf("write %s: %w", memsw, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// quotaUS converts cores to a CFS quota per cfsPeriod, in µs.
+func quotaUS(cores float64) int64 {
+	return int64(cores*cfsPeriod + 0.5)
+}
+
+func (c *cgroupV1) mode() Mode        { return ModeV1 }
+func (c *cgroupV1) name() string      { return "v1:" + c.group }
+func (c *cgroupV1) needsThread() bool { return true }
+
+func (c *cgroupV1) dir(n cgroup1.Name) string { return filepath.Join(c.root, string(n), c.group) }
+
+func (c *cgroupV1) start(cmd *exec.Cmd, pre func() error) (threadOK bool, err error) {
+	tid := unix.Gettid()
+	from, err := threadCgroups("/proc/thread-self/cgroup")
+	if err != nil {
+		return true, err
+	}
+	back := func() bool {
+		ok := true
+		for _, n := range c.move {
+			p, found := from[string(n)]
+			if !found {
+				ok = false
+				continue
+			}
+			tasks := filepath.Join(c.root, string(n), p, "tasks")
+			if err := os.WriteFile(tasks, []byte(strconv.Itoa(tid)), 0); err != nil {
+				ok = false
+			}
+		}
+		return ok
+	}
+	if err := c.cg.AddTask(cgroup1.Process{Pid: tid}, c.move...); err != nil {
+		return back(), fmt.Errorf("join cgroup %s: %w", c.name(), err)
+	}
+	if err := pre(); err != nil {
+		return back(), err
+	}
+	err = cmd.Start()
+	return back(), err
+}
+
+// threadCgroups reads a /proc/<pid>/cgroup file into controller → path
+// ("cpu" → "/", "memory" → "/a/b"); co-mounted controllers ("cpu,cpuacct")
+// each get the path.
+func threadCgroups(file string) (map[string]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for ctl := range strings.SplitSeq(f[1], ",") {
+			out[ctl] = f[2]
+		}
+	}
+	return out, nil
+}
+
+func (c *cgroupV1) procs() ([]int, error) {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var out []int
+	for _, n := range c.move {
+		ps, err := c.cg.Processes(n, true)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("list processes in %s: %w", c.dir(n), err)
+		}
+		for _, p := range ps {
+			if p.Pid != self && !seen[p.Pid] {
+				seen[p.Pid] = true
+				out = append(out, p.Pid)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *cgroupV1) kill() error {
+	ps, err := c.procs()
+	if err != nil {
+		return err
+	}
+	return killAll(ps)
+}
+
+func killAll(pids []int) error {
+	for _, pid := range pids {
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("kill %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+func (c *cgroupV1) delete() error {
+	if err := c.cg.Delete(); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	c.removeParents()
+	return nil
+}
+
+// removeDirs undoes a partial creation: the group in every controller,
+// then the parents this placement made.
+func (c *cgroupV1) removeDirs() {
+	for _, n := range c.subs {
+		_ = unix.Rmdir(c.dir(n))
+	}
+	c.removeParents()
+}
+
+// removeParents removes the Parent directories this placement created,
+// when empty: rmdir never removes a cgroup with children, so another run's
+// cgroup keeps it (it is then left behind, empty).
+func (c *cgroupV1) removeParents() {
+	for _, d := range c.madeParent {
+		_ = unix.Rmdir(d)
+	}
+}
+
+func (c *cgroupV1) usage() (Usage, error) {
+	u := Usage{Cgroup: c.name()}
+	for _, n := range c.subs {
+		d := c.dir(n)
+		switch n {
+		case cgroup1.Cpuacct:
+			ns, err := readInt(filepath.Join(d, "cpuacct.usage"))
+			if err != nil {
+				return Usage{}, err
+			}
+			u.CPUSeconds = float64(ns) / 1e9
+		case cgroup1.Cpu:
+			kv, err := readKV(filepath.Join(d, "cpu.stat"))
+			if err != nil {
+				return Usage{}, err
+			}
+			u.ThrottledSeconds = float64(kv["throttled_time"]) / 1e9
+		case cgroup1.Memory:
+			peak, err := readInt(filepath.Join(d, "memory.max_usage_in_bytes"))
+			if err != nil {
+				return Usage{}, err
+			}
+			u.MemPeakBytes = peak
+			kv, err := readKV(filepath.Join(d, "memory.oom_control"))
+			if err != nil {
+				return Usage{}, err
+			}
+			u.OOMKills = int(kv["oom_kill"])
+		}
+	}
+	return u, nil
+}
+
+func readInt(file string) (int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", file, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", file, err)
+	}
+	return n, nil
+}
+
+// readKV reads a "key value" per line file (cpu.stat, memory.events).
+func readKV(file string) (map[string]int64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	out := map[string]int64{}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue // a non-numeric line (some kernels add them)
+		}
+		out[k] = n
+	}
+	return out, nil
+}

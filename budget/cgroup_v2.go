@@ -1,0 +1,191 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
+)
+
+// cgroupV2 is one placement's cgroup at /<Parent>/<id> of the unified
+// hierarchy. The child is cloned straight into it (clone3 with
+// CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD): no thread moves.
+//
+// It sits under the hierarchy's root rather than under this process's own
+// cgroup: a v2 cgroup that holds processes cannot hand controllers to its
+// children ("no internal processes"), and ours usually holds us.
+type cgroupV2 struct {
+	mount      string // /sys/fs/cgroup
+	group      string // /coldstart/<id>
+	m          *cgroup2.Manager
+	madeParent bool
+}
+
+var _ cgroup = (*cgroupV2)(nil)
+
+func newCgroupV2(mount, id string, b Budget) (_ *cgroupV2, err error) {
+	c := &cgroupV2{mount: mount, group: "/" + Parent + "/" + id}
+	ctlFile := filepath.Join(mount, "cgroup.controllers")
+	raw, err := os.ReadFile(ctlFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrNoCgroup, ctlFile, err)
+	}
+	avail := strings.Fields(string(raw))
+	has := func(ctl string) bool { return slices.Contains(avail, ctl) }
+	for _, need := range []struct {
+		ctl string
+		on  bool
+		why string
+	}{{"cpu", b.Cores > 0, "a CPU quota"}, {"memory", b.MemBytes > 0, "a memory limit"}} {
+		if need.on && !has(need.ctl) {
+			return nil, fmt.Errorf("%w: %s needs the %s controller, not available in %s (it has: %s)",
+				ErrNoCgroup, need.why, need.ctl, ctlFile, strings.TrimSpace(string(raw)))
+		}
+	}
+	dir := filepath.Join(mount, c.group)
+	if _, err := os.Lstat(dir); err == nil {
+		return nil, fmt.Errorf("create cgroup %s: %s already exists", c.name(), dir)
+	}
+	if _, err := os.Lstat(filepath.Join(mount, Parent)); errors.Is(err, os.ErrNotExist) {
+		c.madeParent = true
+	}
+	res := &cgroup2.Resources{}
+	if has("cpu") {
+		res.CPU = &cgroup2.CPU{}
+		if b.Cores > 0 {
+			quota, period := quotaUS(b.Cores), uint64(cfsPeriod)
+			res.CPU.Max = cgroup2.NewCPUMax(&quota, &period)
+		}
+		if len(b.CPUs) > 0 && has("cpuset") {
+			res.CPU.Cpus = FormatCPUList(b.CPUs)
+		}
+	}
+	if has("memory") {
+		res.Memory = &cgroup2.Memory{}
+		if b.MemBytes > 0 {
+			res.Memory.Max = &b.MemBytes
+		}
+	}
+	defer func() {
+		if err != nil {
+			_ = unix.Rmdir(dir)
+			c.removeParent()
+		}
+	}()
+	c.m, err = cgroup2.NewManager(mount, c.group, res)
+	if err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", c.name(), err)
+	}
+	if b.MemBytes > 0 {
+		// No swapping past the limit, as in a Kubernetes pod; without swap
+		// accounting the file is absent and there is nothing to set.
+		swap := filepath.Join(dir, "memory.swap.max")
+		if _, err := os.Stat(swap); err == nil {
+			if err := os.WriteFile(swap, []byte("0"), 0); err != nil {
+				return nil, fmt.Errorf("write %s: %w", swap, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+func (c *cgroupV2) mode() Mode        { return ModeV2 }
+func (c *cgroupV2) name() string      { return "v2:" + c.group }
+func (c *cgroupV2) needsThread() bool { return false }
+func (c *cgroupV2) dir() string       { return filepath.Join(c.mount, c.group) }
+
+func (c *cgroupV2) start(cmd *exec.Cmd, pre func() error) (threadOK bool, err error) {
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.UseCgroupFD {
+		return true, errors.New("SysProcAttr.UseCgroupFD is already set: the budget needs it")
+	}
+	fd, err := unix.Open(c.dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true, fmt.Errorf("open cgroup %s: %w", c.dir(), err)
+	}
+	defer unix.Close(fd)
+	attr := syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		attr = *cmd.SysProcAttr
+	}
+	attr.UseCgroupFD, attr.CgroupFD = true, fd
+	cmd.SysProcAttr = &attr
+	if err := pre(); err != nil {
+		return true, err
+	}
+	return true, cmd.Start()
+}
+
+func (c *cgroupV2) procs() ([]int, error) {
+	ps, err := c.m.Procs(true)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list processes in %s: %w", c.dir(), err)
+	}
+	self := os.Getpid()
+	var out []int
+	for _, p := range ps {
+		if int(p) != self {
+			out = append(out, int(p))
+		}
+	}
+	return out, nil
+}
+
+func (c *cgroupV2) kill() error {
+	// cgroup.kill (Linux 5.14) kills the whole subtree at once, forks
+	// included; older kernels get a signal per listed process.
+	if err := os.WriteFile(filepath.Join(c.dir(), "cgroup.kill"), []byte("1"), 0); err == nil {
+		return nil
+	}
+	ps, err := c.procs()
+	if err != nil {
+		return err
+	}
+	return killAll(ps)
+}
+
+func (c *cgroupV2) delete() error {
+	if err := c.m.Delete(); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	c.removeParent()
+	return nil
+}
+
+func (c *cgroupV2) removeParent() {
+	if c.madeParent {
+		_ = unix.Rmdir(filepath.Join(c.mount, Parent))
+	}
+}
+
+func (c *cgroupV2) usage() (Usage, error) {
+	u := Usage{Cgroup: c.name()}
+	d := c.dir()
+	cpu, err := readKV(filepath.Join(d, "cpu.stat"))
+	if err != nil {
+		return Usage{}, err
+	}
+	u.CPUSeconds = float64(cpu["usage_usec"]) / 1e6
+	u.ThrottledSeconds = float64(cpu["throttled_usec"]) / 1e6
+	// memory.peak needs Linux 5.19, memory.events the memory controller.
+	if peak, err := readInt(filepath.Join(d, "memory.peak")); err == nil {
+		u.MemPeakBytes = peak
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return Usage{}, err
+	}
+	if ev, err := readKV(filepath.Join(d, "memory.events")); err == nil {
+		u.OOMKills = int(ev["oom_kill"])
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return Usage{}, err
+	}
+	return u, nil
+}

@@ -1,0 +1,596 @@
+package budget
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childEnv selects what the test binary does when a test starts it as the
+// process under a budget.
+const childEnv = "COLDSTART_BUDGET_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(child(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// child runs one child behaviour: "sleep", "spin:DURATION" (two busy
+// goroutines), "alloc:MiB" (allocate and touch, then exit 0), "crash",
+// "gomaxprocs", "place:BUDGET" (Place and Start in a budget, as whoever
+// runs it, and print the result).
+func child(mode string) int {
+	what, arg, _ := strings.Cut(mode, ":")
+	switch what {
+	case "sleep":
+		time.Sleep(time.Minute)
+	case "spin":
+		d, _ := time.ParseDuration(arg)
+		end := time.Now().Add(d)
+		done := make(chan bool)
+		for range 2 {
+			go func() {
+				for time.Now().Before(end) {
+				}
+				done <- true
+			}()
+		}
+		<-done
+		<-done
+	case "alloc":
+		mib, _ := strconv.Atoi(arg)
+		var keep [][]byte
+		for range mib {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+		fmt.Println("allocated", len(keep), "MiB")
+	case "crash":
+		var m map[string]int
+		m["boom"]++ // panics: exit status 2
+	case "gomaxprocs":
+		fmt.Println(runtime.GOMAXPROCS(0))
+	case "place":
+		b, err := ParseOne(arg)
+		if err != nil {
+			fmt.Println("parse:", err)
+			return 1
+		}
+		pl, err := b.Place(NewID())
+		if err != nil {
+			fmt.Println("place:", err)
+			return 1
+		}
+		defer pl.Close()
+		cmd := exec.Command("/bin/grep", "Cpus_allowed_list", "/proc/self/status")
+		cmd.Stdout = os.Stdout
+		if err := pl.Start(cmd); err != nil {
+			fmt.Println("start:", err)
+			return 1
+		}
+		if err := cmd.Wait(); err != nil {
+			fmt.Println("wait:", err)
+			return 1
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
+		return 1
+	}
+	return 0
+}
+
+func childCmd(mode string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode)
+	return cmd
+}
+
+// place makes a placement for b, skipping the test where b needs a cgroup
+// and this machine has no writable one; Close runs at cleanup and must
+// leave nothing behind.
+func place(t *testing.T, b Budget, opts ...PlaceOption) *Placement {
+	t.Helper()
+	pl, err := b.Place(NewID(), opts...)
+	if errors.Is(err, ErrNoCgroup) {
+		t.Skipf("budget %s: %v", b, err)
+	}
+	if err != nil {
+		t.Fatalf("%s.Place: %v", b, err)
+	}
+	t.Cleanup(func() {
+		if err := pl.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		assertGone(t, pl)
+	})
+	return pl
+}
+
+// start starts cmd in pl and reaps it at cleanup (before pl's Close).
+func start(t *testing.T, pl *Placement, cmd *exec.Cmd) {
+	t.Helper()
+	if err := pl.Start(cmd); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+}
+
+func procStatus(t *testing.T, pid int, key string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", key, pid)
+	return ""
+}
+
+// threadsState returns, per thread of this process, its CPU affinity and
+// cgroups: what Start borrows a thread for and must give back.
+func threadsState(t *testing.T) map[string]string {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/self/task/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range dirs {
+		st, err1 := os.ReadFile(filepath.Join(d, "status"))
+		cg, err2 := os.ReadFile(filepath.Join(d, "cgroup"))
+		if err1 != nil || err2 != nil {
+			continue // the thread exited
+		}
+		var cpus string
+		for line := range strings.SplitSeq(string(st), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				cpus = strings.TrimSpace(v)
+			}
+		}
+		out[filepath.Base(d)] = cpus + "\n" + string(cg)
+	}
+	return out
+}
+
+// assertThreadsRestored checks every thread of this process has the
+// affinity and cgroups the process itself has.
+func assertThreadsRestored(t *testing.T) {
+	t.Helper()
+	want := threadsState(t)[strconv.Itoa(os.Getpid())]
+	for tid, got := range threadsState(t) {
+		if got != want {
+			t.Errorf("thread %s: affinity and cgroups\n%s\nwant the main thread's\n%s", tid, got, want)
+		}
+	}
+}
+
+func TestCPUSet(t *testing.T) {
+	cpu := allowed(t)[0]
+	pl := place(t, Budget{CPUs: []int{cpu}})
+	if pl.Mode() != ModeNone || pl.Cgroup() != "" {
+		t.Errorf("cpus= placement uses cgroup %q (%s), want none", pl.Cgroup(), pl.Mode())
+	}
+	cmd := childCmd("sleep")
+	start(t, pl, cmd)
+	if got, want := procStatus(t, cmd.Process.Pid, "Cpus_allowed_list"), strconv.Itoa(cpu); got != want {
+		t.Errorf("child Cpus_allowed_list = %q, want %q", got, want)
+	}
+	if pl.Started().IsZero() {
+		t.Error("Started() is zero after Start")
+	}
+	assertThreadsRestored(t)
+}
+
+func TestGOMAXPROCSMatchesServer(t *testing.T) {
+	cpu := allowed(t)[0]
+	for _, b := range []Budget{{}, {CPUs: []int{cpu}}, {Cores: 0.5}, {CPUs: []int{cpu}, Cores: 0.5}} {
+		t.Run(b.String(), func(t *testing.T) {
+			pl := place(t, b)
+			cmd := childCmd("gomaxprocs")
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			start(t, pl, cmd)
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.TrimSpace(out.String()), strconv.Itoa(b.GOMAXPROCS()); got != want {
+				t.Errorf("server GOMAXPROCS in %s = %s, GOMAXPROCS() predicted %s", b, got, want)
+			}
+		})
+	}
+}
+
+func TestQuotaHalfCore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spins for 1.5 s")
+	}
+	if len(allowed(t)) < 2 {
+		t.Skip("needs 2 CPUs to tell a half-core quota from one core")
+	}
+	pl := place(t, Budget{Cores: 0.5})
+	cmd := childCmd("spin:1500ms")
+	start(t, pl, cmd)
+	err := cmd.Wait()
+	wall := time.Since(pl.Started())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := pl.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cmd.ProcessState
+	procCPU := (st.UserTime() + st.SystemTime()).Seconds()
+	ratio := u.CPUSeconds / wall.Seconds()
+	t.Logf("cores=0.5, two spinning goroutines: wall %.3fs, cgroup CPU %.3fs, rusage CPU %.3fs, ratio %.2f, throttled %.3fs, cgroup %s",
+		wall.Seconds(), u.CPUSeconds, procCPU, ratio, u.ThrottledSeconds, u.Cgroup)
+	if ratio < 0.3 || ratio > 0.7 {
+		t.Errorf("CPU/wall under cores=0.5 = %.2f, want about 0.5 (0.3..0.7)", ratio)
+	}
+	// The cgroup's figure and the process's own agree: it was charged from
+	// its first instruction to its last.
+	if d := u.CPUSeconds - procCPU; d < -0.05 || d > 0.05 {
+		t.Errorf("cgroup CPU %.3fs vs rusage %.3fs: differ by more than 50 ms", u.CPUSeconds, procCPU)
+	}
+	if u.ThrottledSeconds <= 0 {
+		t.Errorf("ThrottledSeconds = %v, want > 0 for a child spinning past its quota", u.ThrottledSeconds)
+	}
+}
+
+func TestMemoryLimitKills(t *testing.T) {
+	pl := place(t, Budget{MemBytes: 32 << 20})
+	cmd := childCmd("alloc:128")
+	start(t, pl, cmd)
+	werr := cmd.Wait()
+	if werr == nil {
+		t.Fatal("child allocating 128 MiB under mem=32Mi exited cleanly")
+	}
+	err := pl.Explain(werr)
+	t.Logf("Explain: %v", err)
+	if !errors.Is(err, ErrMemoryLimit) {
+		t.Errorf("Explain(%v) = %v, want ErrMemoryLimit", werr, err)
+	}
+	if !strings.Contains(err.Error(), "mem=32Mi") {
+		t.Errorf("Explain: %q does not name the limit mem=32Mi", err)
+	}
+	u, _ := pl.Usage()
+	if u.OOMKills < 1 {
+		t.Errorf("OOMKills = %d, want ≥ 1", u.OOMKills)
+	}
+	// Other failures come back unchanged.
+	other := errors.New("exit status 3")
+	if got := pl.Explain(other); got != other {
+		t.Errorf("Explain(%v) = %v, want it unchanged", other, got)
+	}
+}
+
+// TestMemoryPeakFromFirstInstruction: memory the child maps right after it
+// starts is charged to its cgroup, which a process moved in after start
+// would not show on v1.
+func TestMemoryPeakFromFirstInstruction(t *testing.T) {
+	pl := place(t, Budget{MemBytes: 256 << 20})
+	cmd := childCmd("alloc:64")
+	start(t, pl, cmd)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := pl.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("allocated 64 MiB: cgroup memory peak %s, CPU %.3fs, cgroup %s", FormatSize(u.MemPeakBytes), u.CPUSeconds, u.Cgroup)
+	if u.MemPeakBytes < 64<<20 {
+		t.Errorf("MemPeakBytes = %d, want ≥ 64 MiB", u.MemPeakBytes)
+	}
+	if u.OOMKills != 0 {
+		t.Errorf("OOMKills = %d, want 0", u.OOMKills)
+	}
+}
+
+func TestChildInCgroupAndThreadsRestored(t *testing.T) {
+	cpu := allowed(t)[0]
+	b := Budget{CPUs: []int{cpu}, Cores: 0.5, MemBytes: 128 << 20}
+	pl := place(t, b)
+	if pl.Mode() == ModeNone {
+		t.Fatalf("placement of %s uses no cgroup", b)
+	}
+	cmd := childCmd("sleep")
+	start(t, pl, cmd)
+	cg, err := threadCgroups(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := strings.TrimPrefix(strings.TrimPrefix(pl.Cgroup(), "v1:"), "v2:")
+	ctls := []string{"cpu", "cpuacct", "memory", "cpuset"}
+	if pl.Mode() == ModeV2 {
+		ctls = []string{""}
+	}
+	for _, ctl := range ctls {
+		if cg[ctl] != group {
+			t.Errorf("child's %q cgroup = %q, want %q", ctl, cg[ctl], group)
+		}
+	}
+	if got, want := procStatus(t, cmd.Process.Pid, "Cpus_allowed_list"), strconv.Itoa(cpu); got != want {
+		t.Errorf("child Cpus_allowed_list = %q, want %q", got, want)
+	}
+	assertThreadsRestored(t)
+}
+
+// TestV2CloneInto exercises the v2 path (clone into the cgroup) on the
+// controller-less cgroup2 of a hybrid host: no limits, but membership from
+// the first instruction and CPU accounting.
+func TestV2CloneInto(t *testing.T) {
+	mount := "/sys/fs/cgroup/unified"
+	if HostMode() == ModeV2 {
+		mount = "/sys/fs/cgroup"
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil {
+		t.Skipf("no cgroup2 at %s", mount)
+	}
+	pl := place(t, Budget{}, WithAccounting(), withHierarchy(ModeV2, mount))
+	if pl.Mode() != ModeV2 {
+		t.Fatalf("Mode() = %s, want v2", pl.Mode())
+	}
+	cmd := childCmd("spin:200ms")
+	var seen []byte
+	start(t, pl, cmd)
+	seen, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	group := strings.TrimPrefix(pl.Cgroup(), "v2:")
+	if !strings.Contains(string(seen), "0::"+group+"\n") {
+		t.Errorf("child's /proc/PID/cgroup:\n%s\nwant 0::%s", seen, group)
+	}
+	u, err := pl.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("v2 %s: %+v", mount, u)
+	if u.CPUSeconds < 0.1 {
+		t.Errorf("cgroup CPU = %.3fs for 200 ms of two spinning goroutines, want ≥ 0.1 s", u.CPUSeconds)
+	}
+}
+
+// ours lists the cgroup directories this test process made that still
+// exist, in every hierarchy.
+func ours(t *testing.T) []string {
+	t.Helper()
+	prefix := fmt.Sprintf("coldstart-%d-", os.Getpid())
+	var out []string
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, r := range roots {
+		_ = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if strings.HasPrefix(d.Name(), prefix) {
+				out = append(out, p)
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+func assertGone(t *testing.T, pl *Placement) {
+	t.Helper()
+	if pl.cg == nil {
+		return
+	}
+	group := strings.TrimPrefix(strings.TrimPrefix(pl.Cgroup(), "v1:"), "v2:")
+	for _, d := range ours(t) {
+		if strings.HasSuffix(d, group) {
+			t.Errorf("cgroup %s left behind", d)
+		}
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	b := Budget{Cores: 1, MemBytes: 64 << 20}
+	before := ours(t)
+	tests := []struct {
+		name string
+		run  func(t *testing.T, pl *Placement)
+		// wantSignal: the child was killed by SIGKILL (by Close).
+		wantSignal bool
+	}{
+		{"never started", func(t *testing.T, pl *Placement) {}, false},
+		{"child exits", func(t *testing.T, pl *Placement) {
+			cmd := childCmd("alloc:1")
+			if err := pl.Start(cmd); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"child crashes", func(t *testing.T, pl *Placement) {
+			cmd := childCmd("crash")
+			cmd.Stderr = nil
+			if err := pl.Start(cmd); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err == nil {
+				t.Fatal("crashing child exited 0")
+			}
+		}, false},
+		{"child and its child still running", func(t *testing.T, pl *Placement) {
+			// A shell with a background grandchild: Close must kill both.
+			cmd := exec.Command("/bin/sh", "-c", "sleep 60 & sleep 60")
+			if err := pl.Start(cmd); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if err := pl.Close(); err != nil {
+				t.Fatalf("Close with the child running: %v", err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Errorf("child after Close: %v, want killed by SIGKILL", err)
+			}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl, err := b.Place(NewID())
+			if errors.Is(err, ErrNoCgroup) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(ours(t)); n <= len(before) {
+				t.Fatalf("Place made no cgroup directories (%d before, %d now)", len(before), n)
+			}
+			tt.run(t, pl)
+			if err := pl.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if err := pl.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			if after := ours(t); len(after) != len(before) {
+				t.Errorf("cgroups left behind: before %v, after %v", before, after)
+			}
+		})
+	}
+}
+
+func TestStartTwice(t *testing.T) {
+	pl := place(t, Budget{CPUs: []int{allowed(t)[0]}})
+	cmd := childCmd("gomaxprocs")
+	cmd.Stdout = nil
+	start(t, pl, cmd)
+	if err := pl.Start(childCmd("gomaxprocs")); err == nil || !strings.Contains(err.Error(), "already started") {
+		t.Errorf("second Start: %v, want already started", err)
+	}
+}
+
+// TestNotRoot runs Place as an unprivileged user: a quota is refused with
+// the reason and what still works; a CPU set still works.
+func TestNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch to an unprivileged user")
+	}
+	// t.TempDir's directories are private to root; the copy must be
+	// reachable by the unprivileged user.
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "budget.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cpu := allowed(t)[0]
+	tests := []struct {
+		budget string
+		want   []string
+	}{
+		{"cores=0.5", []string{"place:", "no writable cgroup hierarchy", "not root", "cpus= budgets work without"}},
+		{"mem=64Mi", []string{"place:", "not root", "cpus= budgets work without"}},
+		{"cpus=" + strconv.Itoa(cpu), []string{"Cpus_allowed_list:\t" + strconv.Itoa(cpu)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.budget, func(t *testing.T) {
+			cmd := exec.Command(bin, "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=place:"+tt.budget)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			out, err := cmd.CombinedOutput()
+			if err != nil && len(out) == 0 {
+				t.Fatalf("run %s as uid 65534: %v", bin, err)
+			}
+			t.Logf("as uid 65534, budget %s: %s", tt.budget, out)
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("as uid 65534, budget %s printed:\n%s\nwant it to contain %q", tt.budget, out, w)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStart times Start+Wait of /bin/true: plain cmd.Start against
+// a CPU set (the thread trick) and a cgroup (v1: the thread joins and
+// leaves; v2: clone into it). Place and Close are outside the timer.
+func BenchmarkStart(b *testing.B) {
+	cpu0 := []int{0}
+	for _, bc := range []struct {
+		name   string
+		budget *Budget
+	}{
+		{"plain", nil},
+		{"cpus", &Budget{CPUs: cpu0}},
+		{"cgroup", &Budget{Cores: 1, MemBytes: 256 << 20}},
+		{"cgroup+cpus", &Budget{CPUs: cpu0, Cores: 1, MemBytes: 256 << 20}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var forkToExit time.Duration
+			for b.Loop() {
+				cmd := exec.Command("/bin/true")
+				if bc.budget == nil {
+					t0 := time.Now()
+					if err := cmd.Start(); err != nil {
+						b.Fatal(err)
+					}
+					_ = cmd.Wait()
+					forkToExit += time.Since(t0)
+					continue
+				}
+				b.StopTimer()
+				pl, err := bc.budget.Place(NewID())
+				if err != nil {
+					b.Skip(err)
+				}
+				b.StartTimer()
+				if err := pl.Start(cmd); err != nil {
+					b.Fatal(err)
+				}
+				_ = cmd.Wait()
+				forkToExit += time.Since(pl.Started())
+				b.StopTimer()
+				if err := pl.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(forkToExit.Microseconds())/float64(b.N), "µs-from-Started/op")
+		})
+	}
+}
