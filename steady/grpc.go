@@ -1,0 +1,87 @@
+package steady
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/coldstart-go/coldstart/internal/echo/echopb"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// grpcTransport is conns grpc-go ClientConns; worker i uses conn i%conns.
+type grpcTransport struct {
+	conns   []*grpc.ClientConn
+	stream  bool
+	payload []byte
+}
+
+func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool) (*grpcTransport, error) {
+	g := &grpcTransport{stream: stream, payload: payload}
+	for i := 0; i < conns; i++ {
+		// Each ClientConn is its own HTTP/2 connection.
+		cc, err := grpc.NewClient(t.GRPCTarget(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			g.close()
+			return nil, fmt.Errorf("dial %s: %w", t, err)
+		}
+		cc.Connect()
+		g.conns = append(g.conns, cc)
+	}
+	return g, nil
+}
+
+func (g *grpcTransport) caller(ctx context.Context, i int) (caller, error) {
+	cc := g.conns[i%len(g.conns)]
+	req := &echopb.EchoRequest{Payload: g.payload}
+	if !g.stream {
+		return &grpcUnary{cc: cc, req: req, resp: new(echopb.EchoResponse)}, nil
+	}
+	s, err := echopb.NewEchoClient(cc).EchoStream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open EchoStream: %w", err)
+	}
+	return &grpcStream{s: s, req: req, resp: new(echopb.EchoResponse)}, nil
+}
+
+func (g *grpcTransport) close() {
+	for _, cc := range g.conns {
+		cc.Close()
+	}
+}
+
+const echoMethod = "/coldstart.echo.v1.Echo/Echo"
+
+// grpcUnary calls Echo with the same request message every time.
+type grpcUnary struct {
+	cc   *grpc.ClientConn
+	req  *echopb.EchoRequest
+	resp *echopb.EchoResponse
+}
+
+func (u *grpcUnary) call(ctx context.Context) error {
+	return u.cc.Invoke(ctx, echoMethod, u.req, u.resp)
+}
+
+// grpcStream sends one message on an open EchoStream and waits for its
+// echo: one call is one round trip on the stream.
+type grpcStream struct {
+	s    echopb.Echo_EchoStreamClient
+	req  *echopb.EchoRequest
+	resp *echopb.EchoResponse
+}
+
+func (s *grpcStream) call(context.Context) error {
+	if err := s.s.Send(s.req); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The real status arrives on Recv.
+			return s.s.RecvMsg(s.resp)
+		}
+		return err
+	}
+	return s.s.RecvMsg(s.resp)
+}

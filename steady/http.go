@@ -1,0 +1,386 @@
+package steady
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// jsonBody is the REST echo's request: {"payload": "<base64>"}, the same
+// bytes the gRPC arm sends, as the sample server's POST /echo reads them.
+func jsonBody(payload []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"payload":"`)
+	b.WriteString(base64.StdEncoding.EncodeToString(payload))
+	b.WriteString(`"}`)
+	return b.Bytes()
+}
+
+// h1Transport is keep-alive HTTP/1.1 connections written by hand, so that
+// a connection can carry several requests in flight (pipelining), which
+// net/http's client does not do, and so that a call costs one write and a
+// buffered read with no allocation. Worker i uses connection i%conns.
+type h1Transport struct {
+	target prober.Target
+	req    []byte // the whole request, head and body, written as is
+	conns  []*h1Conn
+}
+
+func newHTTP1(ctx context.Context, t prober.Target, path string, conns, depth int, payload []byte) (*h1Transport, error) {
+	body := jsonBody(payload)
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, t.Address, len(body))
+	h := &h1Transport{target: t, req: append([]byte(head), body...)}
+	for i := 0; i < conns; i++ {
+		c := &h1Conn{target: t, req: h.req, depth: depth}
+		if err := c.dial(ctx); err != nil {
+			h.close()
+			return nil, err
+		}
+		h.conns = append(h.conns, c)
+	}
+	return h, nil
+}
+
+func (h *h1Transport) caller(_ context.Context, i int) (caller, error) {
+	return &h1Caller{c: h.conns[i%len(h.conns)], done: make(chan error, 1)}, nil
+}
+
+func (h *h1Transport) close() {
+	for _, c := range h.conns {
+		c.shut()
+	}
+}
+
+// h1Conn is one keep-alive connection. Callers write their request under
+// mu and queue their answer channel; the reader goroutine reads responses
+// in order and answers the queue: HTTP/1.1 answers pipelined requests in
+// the order they were sent.
+type h1Conn struct {
+	target prober.Target
+	req    []byte
+	depth  int
+
+	mu      sync.Mutex
+	conn    net.Conn
+	pending chan chan error // in order of sending
+	err     error           // the connection is broken; the next call redials
+	closed  bool
+}
+
+func (c *h1Conn) dial(ctx context.Context) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, c.target.Network, c.target.Address)
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", c.target, err)
+	}
+	c.conn, c.err = conn, nil
+	c.pending = make(chan chan error, c.depth)
+	go c.read(conn, c.pending)
+	return nil
+}
+
+func (c *h1Conn) read(conn net.Conn, pending chan chan error) {
+	br := bufio.NewReaderSize(conn, 64<<10)
+	for w := range pending {
+		err := readResponse(br)
+		w <- err
+		if err != nil {
+			c.fail(conn, pending, err)
+			return
+		}
+	}
+}
+
+// fail marks conn broken and answers every queued caller with err.
+func (c *h1Conn) fail(conn net.Conn, pending chan chan error, err error) {
+	c.mu.Lock()
+	if c.conn == conn {
+		c.err = err
+	}
+	c.mu.Unlock()
+	conn.Close()
+	// No caller queues on this connection any more (c.err is set under
+	// mu before they queue), so what is queued now is all there is.
+	for {
+		select {
+		case w := <-pending:
+			w <- err
+		default:
+			return
+		}
+	}
+}
+
+func (c *h1Conn) shut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.conn != nil {
+		c.conn.Close()
+	}
+}
+
+// errClosed is returned by a call on a transport that was closed.
+var errClosed = errors.New("connection closed by steady")
+
+type h1Caller struct {
+	c    *h1Conn
+	done chan error
+}
+
+func (k *h1Caller) call(ctx context.Context) error {
+	c := k.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errClosed
+	}
+	if c.err != nil {
+		// The connection broke (the reason was counted then): open a new one.
+		if err := c.dial(ctx); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+	}
+	conn, pending := c.conn, c.pending
+	pending <- k.done
+	_, err := conn.Write(c.req)
+	c.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("write request to %s: %w", c.target, err)
+		conn.Close() // the reader fails and answers every queued caller
+	}
+	select {
+	case err := <-k.done:
+		return err
+	case <-ctx.Done():
+		conn.Close()
+		return ctx.Err()
+	}
+}
+
+// readResponse reads one HTTP/1.1 response and discards its body: a 2xx is
+// nil, anything else an error quoting the status line and the body's start.
+func readResponse(br *bufio.Reader) error {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return fmt.Errorf("read response: %w", err)
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return fmt.Errorf("read response: bad status line %q", trimCRLF(line))
+	}
+	code := int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
+	var status string
+	if code < 200 || code > 299 {
+		status = string(trimCRLF(line))
+	}
+	length, chunked, closeConn := int64(-1), false, false
+	for {
+		h, err := br.ReadSlice('\n')
+		if err != nil {
+			return fmt.Errorf("read response header: %w", err)
+		}
+		h = trimCRLF(h)
+		if len(h) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			length, err = strconv.ParseInt(string(value), 10, 64)
+			if err != nil {
+				return fmt.Errorf("read response: bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			closeConn = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	var body bytes.Buffer
+	var sink io.Writer = io.Discard
+	if status != "" {
+		sink = &limitedWriter{w: &body, n: 200}
+	}
+	switch {
+	case chunked:
+		for {
+			l, err := br.ReadSlice('\n')
+			if err != nil {
+				return fmt.Errorf("read chunk size: %w", err)
+			}
+			l = trimCRLF(l)
+			if i := bytes.IndexByte(l, ';'); i >= 0 {
+				l = l[:i]
+			}
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(l)), 16, 64)
+			if err != nil {
+				return fmt.Errorf("read response: bad chunk size %q", l)
+			}
+			if n == 0 {
+				for { // trailers, then the blank line
+					t, err := br.ReadSlice('\n')
+					if err != nil {
+						return fmt.Errorf("read trailer: %w", err)
+					}
+					if len(trimCRLF(t)) == 0 {
+						break
+					}
+				}
+				break
+			}
+			if _, err := io.CopyN(sink, br, n); err != nil {
+				return fmt.Errorf("read chunk: %w", err)
+			}
+			if _, err := br.Discard(2); err != nil {
+				return fmt.Errorf("read chunk end: %w", err)
+			}
+		}
+	case length >= 0:
+		if _, err := io.CopyN(sink, br, length); err != nil {
+			return fmt.Errorf("read response body: %w", err)
+		}
+	default:
+		return errors.New("read response: neither Content-Length nor chunked (keep-alive impossible)")
+	}
+	if status != "" {
+		return fmt.Errorf("%s: %s", status, bytes.TrimSpace(body.Bytes()))
+	}
+	if closeConn {
+		return errors.New("server closed the keep-alive connection (Connection: close)")
+	}
+	return nil
+}
+
+func trimCRLF(b []byte) []byte {
+	return bytes.TrimRight(b, "\r\n")
+}
+
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		q := p[:min(len(p), l.n)]
+		l.n -= len(q)
+		l.w.Write(q)
+	}
+	return len(p), nil
+}
+
+// h2cTransport is cleartext HTTP/2 connections from net/http's own
+// ClientConn (one TCP connection each, streams multiplexed); worker i uses
+// connection i%conns.
+type h2cTransport struct {
+	url   string
+	body  []byte
+	tr    *http.Transport
+	conns []*http.ClientConn
+}
+
+func newH2C(ctx context.Context, t prober.Target, path string, conns int, payload []byte) (*h2cTransport, error) {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	h := &h2cTransport{
+		url:  "http://" + t.Address + path,
+		body: jsonBody(payload),
+		tr:   &http.Transport{Protocols: &p},
+	}
+	for i := 0; i < conns; i++ {
+		cc, err := h.tr.NewClientConn(ctx, "http", t.Address)
+		if err != nil {
+			h.close()
+			return nil, fmt.Errorf("connect h2c %s: %w", t, err)
+		}
+		h.conns = append(h.conns, cc)
+	}
+	return h, nil
+}
+
+func (h *h2cTransport) caller(ctx context.Context, i int) (caller, error) {
+	k := &h2cCaller{cc: h.conns[i%len(h.conns)], body: h.body, r: new(bodyReader)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = int64(len(h.body))
+	k.req = req
+	return k, nil
+}
+
+func (h *h2cTransport) close() {
+	for _, cc := range h.conns {
+		cc.Close()
+	}
+	h.tr.CloseIdleConnections()
+}
+
+// bodyReader is a request body reused from call to call.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
+type h2cCaller struct {
+	cc   *http.ClientConn
+	req  *http.Request
+	body []byte
+	r    *bodyReader
+}
+
+func (k *h2cCaller) call(context.Context) error {
+	k.r.Reset(k.body)
+	k.req.Body = k.r
+	resp, err := k.cc.RoundTrip(k.req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		return fmt.Errorf("%s %s: %s", resp.Proto, resp.Status, bytes.TrimSpace(b))
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// httpReady is a readiness check for servers measured over HTTP only: a
+// POST of an empty payload to the echo path over a fresh connection, ready
+// on any 2xx.
+type httpReady struct{ path string }
+
+func (httpReady) Name() string { return "http" }
+
+func (r httpReady) Check(ctx context.Context, t prober.Target) (prober.Answer, error) {
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+t.Address+r.path, bytes.NewReader(jsonBody(nil)))
+	if err != nil {
+		return prober.Answer{}, err
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return prober.Answer{}, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return prober.Answer{Answered: true, Detail: resp.Status}, nil
+	}
+	return prober.Answer{Answered: true, Ready: true}, nil
+}

@@ -1,0 +1,486 @@
+// Package steady measures a warm server: it starts each arm, warms it, puts
+// it under closed-loop, streaming and open-loop load over gRPC, HTTP/1.1
+// (keep-alive, optionally pipelined) or h2c, and meters the server from
+// outside (CPU from /proc, memory, Go runtime allocation) and the generator
+// from inside (its own CPU per call), one Row per step.
+package steady
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// Protocol is how the load reaches the server.
+type Protocol string
+
+// The protocols steady speaks.
+const (
+	// GRPC calls Echo (or EchoStream) over grpc-go, conns ClientConns shared
+	// by the workers.
+	GRPC Protocol = "grpc"
+	// HTTP1 POSTs {"payload": base64} to the HTTP path over keep-alive
+	// HTTP/1.1 connections, each carrying up to Pipeline requests in flight.
+	HTTP1 Protocol = "http1"
+	// H2C POSTs the same JSON over cleartext HTTP/2, the workers' requests
+	// spread as streams over conns connections.
+	H2C Protocol = "h2c"
+)
+
+// Protocols lists the accepted protocols, for help text and errors.
+var Protocols = []Protocol{GRPC, HTTP1, H2C}
+
+// Scenario names one kind of step.
+type Scenario string
+
+// The scenarios, in the order a run performs them.
+const (
+	Sequential Scenario = "sequential" // one call in flight, closed loop
+	Throughput Scenario = "throughput" // N calls in flight, closed loop
+	Stream     Scenario = "stream"     // N EchoStream streams, ping-pong per message
+	Open       Scenario = "open"       // constant rate, independent of responses
+	Ramp       Scenario = "ramp"       // open-loop steps of rising rate
+	Knee       Scenario = "knee"       // the last ramp step under the thresholds
+)
+
+// Arm is one server binary to measure.
+type Arm struct {
+	// Name labels the arm in rows and errors ("default", "pgo", ...).
+	Name string
+	// Path is the server binary.
+	Path string
+	// Args are its arguments. The placeholders {addr}, {port}, {http_addr}
+	// and {debug_addr} are replaced by the addresses steady chose. When
+	// an argument names {http_addr}, HTTP load goes there; otherwise it goes
+	// to {addr} ($PORT), as for a plain HTTP server.
+	Args []string
+	// Env is added to the server's environment.
+	Env []string
+}
+
+// SampleArgs are the bundled sample server's arguments: gRPC on {addr},
+// HTTP/1.1 JSON on {http_addr}.
+var SampleArgs = []string{"--addr={addr}", "--http-addr={http_addr}"}
+
+// Config says what to run. Zero fields take the defaults named on them.
+type Config struct {
+	Arms []Arm
+	// Budgets are the budgets each arm runs under, one server per arm and
+	// budget (nil = one unlimited budget).
+	Budgets []budget.Budget
+	// Protocols to load the server over (nil = gRPC only).
+	Protocols []Protocol
+	// Scenarios to run, in this order (nil = sequential, throughput).
+	// Open needs Rate and Duration; Ramp needs Rate, Duration and RampStep.
+	Scenarios []Scenario
+	// Payloads are the payload sizes in bytes (nil = 8).
+	Payloads []int
+	// Concurrency levels for throughput and stream (nil = 1, 32).
+	Concurrency []int
+	// Conns are the connection counts for gRPC and h2c (nil = 1). A level
+	// with fewer workers than connections uses one connection per worker.
+	Conns []int
+	// Pipeline depths for HTTP/1.1: requests in flight per connection
+	// (nil = 1: plain keep-alive). N workers use ceil(N/depth) connections.
+	Pipeline []int
+	// Warmup is the number of uncounted calls before each measured window
+	// (0 = 20,000; negative = none).
+	Warmup int
+	// Calls bounds each closed-loop window (0 = 50,000), unless Duration
+	// is set.
+	Calls int
+	// Duration is the length of each open-loop window, and of each
+	// closed-loop window when set.
+	Duration time.Duration
+	// Rate is the open-loop rate in calls per second, and the ramp's first
+	// rate.
+	Rate float64
+	// RampStep is added to the rate at each ramp step (0 = Rate).
+	RampStep float64
+	// RampMax stops the ramp at this rate (0 = 100 × Rate).
+	RampMax float64
+	// RampP99 ends the ramp when a step's p99 exceeds it (0 = 10 ms).
+	RampP99 time.Duration
+	// RampErrors ends the ramp when a step's error rate exceeds it
+	// (0 = 0.01).
+	RampErrors float64
+	// MaxInFlight bounds the calls outstanding in open loop (0 = 128). Late
+	// calls wait for a free slot; their latency still counts from their
+	// intended send time.
+	MaxInFlight int
+	// HTTPPath is the path HTTP load POSTs to (0 = "/echo").
+	HTTPPath string
+	// Launcher starts the servers (nil = prober.Process{}).
+	Launcher prober.Launcher
+	// Log gets progress lines and spawned command lines (nil = quiet).
+	Log io.Writer
+	// Verbose also logs spawned command lines.
+	Verbose bool
+}
+
+func (c Config) withDefaults() Config {
+	if len(c.Budgets) == 0 {
+		c.Budgets = []budget.Budget{{}}
+	}
+	if len(c.Protocols) == 0 {
+		c.Protocols = []Protocol{GRPC}
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = []Scenario{Sequential, Throughput}
+	}
+	if len(c.Payloads) == 0 {
+		c.Payloads = []int{8}
+	}
+	if len(c.Concurrency) == 0 {
+		c.Concurrency = []int{1, 32}
+	}
+	if len(c.Conns) == 0 {
+		c.Conns = []int{1}
+	}
+	if len(c.Pipeline) == 0 {
+		c.Pipeline = []int{1}
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 20000
+	}
+	if c.Warmup < 0 {
+		c.Warmup = 0
+	}
+	if c.Calls == 0 {
+		c.Calls = 50000
+	}
+	if c.RampStep == 0 {
+		c.RampStep = c.Rate
+	}
+	if c.RampMax == 0 {
+		c.RampMax = 100 * c.Rate
+	}
+	if c.RampP99 == 0 {
+		c.RampP99 = 10 * time.Millisecond
+	}
+	if c.RampErrors == 0 {
+		c.RampErrors = 0.01
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 128
+	}
+	if c.HTTPPath == "" {
+		c.HTTPPath = "/echo"
+	}
+	if c.Launcher == nil {
+		c.Launcher = prober.Process{}
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot run, naming it as the
+// command's flag.
+func (c Config) Validate() error {
+	if len(c.Arms) == 0 {
+		return errors.New("no server to measure")
+	}
+	for _, a := range c.Arms {
+		if a.Path == "" {
+			return fmt.Errorf("arm %q: no binary", a.Name)
+		}
+	}
+	for _, n := range c.Concurrency {
+		if n < 1 {
+			return fmt.Errorf("--concurrency: %d is not a positive number of calls in flight", n)
+		}
+	}
+	for _, n := range c.Conns {
+		if n < 1 {
+			return fmt.Errorf("--conns: %d is not a positive number of connections", n)
+		}
+	}
+	for _, n := range c.Pipeline {
+		if n < 1 {
+			return fmt.Errorf("--pipeline: %d is not a positive depth", n)
+		}
+	}
+	for _, n := range c.Payloads {
+		if n < 0 {
+			return fmt.Errorf("--payload: %d bytes is negative", n)
+		}
+	}
+	for _, p := range c.Protocols {
+		if !known(Protocols, p) {
+			return fmt.Errorf("--protocol: unknown protocol %q (known: grpc, http1, h2c)", p)
+		}
+	}
+	if c.Calls < 0 {
+		return fmt.Errorf("--calls: %d is negative", c.Calls)
+	}
+	if c.Duration < 0 {
+		return fmt.Errorf("--duration: %v is negative", c.Duration)
+	}
+	if c.Rate < 0 {
+		return fmt.Errorf("--rate: %g is negative", c.Rate)
+	}
+	for _, s := range c.Scenarios {
+		switch s {
+		case Sequential, Throughput, Stream:
+		case Open, Ramp:
+			if c.Rate == 0 {
+				return fmt.Errorf("--rate: scenario %s needs a rate in calls per second", s)
+			}
+			if c.Duration == 0 {
+				return fmt.Errorf("--rate: needs --duration (how long each open-loop step runs)")
+			}
+		default:
+			return fmt.Errorf("--scenario: unknown scenario %q (known: sequential, throughput, stream, open, ramp)", s)
+		}
+	}
+	return nil
+}
+
+func known[T comparable](list []T, v T) bool {
+	for _, k := range list {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Row is one measured step. Times are in microseconds, sizes in bytes,
+// CPU per call in microseconds of CPU time; pointers are nil (empty in
+// tables) when the figure is not available, e.g. allocation for a server
+// that does not serve runtime metrics.
+type Row struct {
+	Arm      string   `json:"arm"`
+	Budget   string   `json:"budget"`
+	Protocol Protocol `json:"protocol"`
+	Scenario Scenario `json:"scenario"`
+	// PayloadBytes is the payload size of each request.
+	PayloadBytes int `json:"payload_bytes"`
+	// Concurrency is the number of calls in flight (closed loop) or the
+	// cap on them (open loop).
+	Concurrency int `json:"concurrency"`
+	// Conns is the number of connections the load used.
+	Conns int `json:"conns"`
+	// Depth is the HTTP/1.1 pipelining depth, or for gRPC and h2c the
+	// streams per connection.
+	Depth int `json:"depth"`
+	// RateReq is the requested open-loop rate (0 for closed loop) and
+	// Rate the completed calls per second.
+	RateReq   float64 `json:"rate_req_per_s" render:"%.0f"`
+	Calls     int64   `json:"calls"`
+	Seconds   float64 `json:"seconds" render:"%.2f"`
+	CallsPerS float64 `json:"calls_per_s" render:"%.0f"`
+	// Latency: for open loop, from each call's intended send time.
+	P50Us  float64 `json:"p50_us"`
+	P90Us  float64 `json:"p90_us"`
+	P99Us  float64 `json:"p99_us"`
+	P999Us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
+	// Service time (open loop only): from the actual send.
+	ServiceP50Us float64 `json:"service_p50_us,omitempty"`
+	ServiceP99Us float64 `json:"service_p99_us,omitempty"`
+	ServiceMaxUs float64 `json:"service_max_us,omitempty"`
+
+	ServerCPUUsPerCall float64  `json:"server_cpu_us_per_call"`
+	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
+	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty" render:"%.0f"`
+	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
+	GoMaxProcs         int      `json:"gomaxprocs,omitempty"`
+	PeakRSSBytes       int64    `json:"peak_rss_bytes"`
+	RSSBytes           int64    `json:"rss_bytes"`
+	PSSBytes           int64    `json:"pss_bytes"`
+
+	Errors     int64   `json:"errors"`
+	ErrorRate  float64 `json:"error_rate"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// Run measures every arm under every budget, calling record with each row
+// as soon as it is measured (so an interrupted run keeps its rows). It stops
+// at the first arm that fails, returning an error that names it.
+func Run(ctx context.Context, cfg Config, record func(Row) error) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	for _, b := range cfg.Budgets {
+		for _, a := range cfg.Arms {
+			if err := runArm(ctx, cfg, a, b, record); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addrs are the addresses one server instance was given.
+type addrs struct {
+	grpc, http, debug prober.Target
+}
+
+func expandArgs(args []string, ad addrs) (out []string, httpNamed bool) {
+	r := strings.NewReplacer(
+		"{addr}", ad.grpc.Address,
+		"{port}", ad.grpc.Port(),
+		"{http_addr}", ad.http.Address,
+		"{debug_addr}", ad.debug.Address,
+	)
+	for _, a := range args {
+		if strings.Contains(a, "{http_addr}") {
+			httpNamed = true
+		}
+		out = append(out, r.Replace(a))
+	}
+	return out, httpNamed
+}
+
+func runArm(ctx context.Context, cfg Config, a Arm, b budget.Budget, record func(Row) error) error {
+	var ad addrs
+	var err error
+	for _, t := range []*prober.Target{&ad.grpc, &ad.http, &ad.debug} {
+		if *t, err = prober.FreeTCP(); err != nil {
+			return fmt.Errorf("steady %s: %w", a.Name, err)
+		}
+	}
+	args, httpNamed := expandArgs(a.Args, ad)
+	if !httpNamed {
+		ad.http = ad.grpc
+	}
+	spec := prober.Spec{
+		Arm:    a.Name,
+		Path:   a.Path,
+		Args:   args,
+		Env:    append(append([]string(nil), a.Env...), "COLDSTART_DEBUG_ADDR="+ad.debug.Address),
+		Target: ad.grpc,
+		Budget: b,
+		ID:     prober.NewID(),
+	}
+	if cfg.Verbose {
+		spec.Log = cfg.Log
+	}
+	if err := prober.EnsureFree(ctx, ad.grpc); err != nil {
+		return fmt.Errorf("steady %s: %w", a.Name, err)
+	}
+	inst, err := cfg.Launcher.Launch(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("steady %s: %w", a.Name, err)
+	}
+	defer inst.Stop(context.Background())
+
+	var checker prober.Checker = prober.Health{}
+	readyAt := ad.grpc
+	if !known(cfg.Protocols, GRPC) {
+		checker = httpReady{path: cfg.HTTPPath}
+		readyAt = ad.http
+	}
+	if _, err := prober.WaitReady(ctx, inst, readyAt, checker, prober.WaitOptions{}); err != nil {
+		return fmt.Errorf("steady %s: wait for ready at %s: %w", a.Name, readyAt, err)
+	}
+	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
+
+	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String()}
+	for _, proto := range cfg.Protocols {
+		for _, size := range cfg.Payloads {
+			for _, st := range steps(cfg, proto) {
+				st.payload = size
+				if err := runStep(ctx, cfg, s, st, record); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// server is one running arm and where it listens.
+type server struct {
+	arm    string
+	budget string
+	inst   prober.Instance
+	addrs  addrs
+}
+
+// step is one measured window's load shape.
+type step struct {
+	proto       Protocol
+	scenario    Scenario
+	payload     int
+	concurrency int
+	conns       int
+	depth       int
+	rate        float64
+}
+
+// steps expands the scenarios into the steps of one protocol, payload
+// size aside.
+func steps(cfg Config, proto Protocol) []step {
+	var out []step
+	seen := map[step]bool{}
+	add := func(s step) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	// shape spreads n workers over connections.
+	shapes := func(n int) []step {
+		var sh []step
+		if proto == HTTP1 {
+			for _, d := range cfg.Pipeline {
+				d = min(d, n)
+				sh = append(sh, step{concurrency: n, conns: (n + d - 1) / d, depth: d})
+			}
+			return sh
+		}
+		for _, c := range cfg.Conns {
+			c = min(c, n)
+			sh = append(sh, step{concurrency: n, conns: c, depth: (n + c - 1) / c})
+		}
+		return sh
+	}
+	for _, sc := range cfg.Scenarios {
+		switch sc {
+		case Sequential:
+			add(step{proto: proto, scenario: sc, concurrency: 1, conns: 1, depth: 1})
+		case Throughput:
+			for _, n := range cfg.Concurrency {
+				for _, sh := range shapes(n) {
+					sh.proto, sh.scenario = proto, sc
+					add(sh)
+				}
+			}
+		case Stream:
+			if proto != GRPC {
+				continue // streaming is gRPC's EchoStream
+			}
+			for _, n := range cfg.Concurrency {
+				for _, sh := range shapes(n) {
+					sh.proto, sh.scenario = proto, sc
+					add(sh)
+				}
+			}
+		case Open, Ramp:
+			for _, sh := range shapes(cfg.MaxInFlight) {
+				sh.proto, sh.scenario, sh.rate = proto, sc, cfg.Rate
+				add(sh)
+			}
+		}
+	}
+	return out
+}
+
+func (st step) String() string {
+	s := fmt.Sprintf("%s %s %dB c=%d conns=%d depth=%d", st.proto, st.scenario, st.payload, st.concurrency, st.conns, st.depth)
+	if st.rate > 0 {
+		s += fmt.Sprintf(" rate=%.0f/s", st.rate)
+	}
+	return s
+}

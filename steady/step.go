@@ -1,0 +1,254 @@
+package steady
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/coldstart-go/coldstart/internal/rtmetrics"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// reading is one look at the server and at this process, taken at each
+// edge of a measured window.
+type reading struct {
+	at     time.Time
+	server prober.CPUStat
+	rt     *rtmetrics.Snapshot // nil when the server serves no runtime metrics
+	self   time.Duration       // this process's user+system CPU
+}
+
+func (s *server) read(ctx context.Context) (reading, error) {
+	var r reading
+	// Runtime metrics first and CPU last at the start of a window (and the
+	// reverse at its end would be tidier still; the fetch's own cost is a
+	// few µs of server CPU against tens of thousands of calls).
+	if snap, err := rtmetrics.Fetch(ctx, s.addrs.debug.Address); err == nil {
+		r.rt = &snap
+	}
+	cpu, err := prober.HostProc.CPU(s.inst.PID())
+	if err != nil {
+		return r, fmt.Errorf("read %s server CPU: %w", s.arm, err)
+	}
+	r.server = cpu
+	r.self = selfCPU()
+	r.at = time.Now()
+	return r, nil
+}
+
+// selfCPU is this process's user+system CPU time, all threads
+// (getrusage(RUSAGE_SELF), microsecond resolution).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func newTransport(ctx context.Context, cfg Config, s *server, st step, payload []byte) (transport, error) {
+	switch st.proto {
+	case GRPC:
+		return newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream)
+	case HTTP1:
+		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload)
+	case H2C:
+		return newH2C(ctx, s.addrs.http, cfg.HTTPPath, st.conns, payload)
+	}
+	return nil, fmt.Errorf("unknown protocol %q", st.proto)
+}
+
+// runStep warms and measures one step (for a ramp: one step per rate, then
+// the knee), recording each row.
+func runStep(ctx context.Context, cfg Config, s *server, st step, record func(Row) error) error {
+	// The step stops when the server exits, so a dead server does not spin
+	// the workers through the rest of the window.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.inst.Done():
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	payload := make([]byte, st.payload)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	tr, err := newTransport(sctx, cfg, s, st, payload)
+	if err != nil {
+		return s.fail(ctx, st, err)
+	}
+	defer tr.close()
+	callers := make([]caller, st.concurrency)
+	for i := range callers {
+		if callers[i], err = tr.caller(sctx, i); err != nil {
+			return s.fail(ctx, st, err)
+		}
+	}
+	fmt.Fprintf(cfg.Log, "steady: %s %s: warmup %d calls\n", s.arm, st, cfg.Warmup)
+	if cfg.Warmup > 0 {
+		o := closedLoop(sctx, callers, int64(cfg.Warmup), 0, false)
+		if err := s.check(ctx, st, o); err != nil {
+			return err
+		}
+	}
+	if st.scenario != Ramp {
+		_, err := s.measure(ctx, sctx, cfg, st, callers, record)
+		return err
+	}
+	// Ramp: raise the rate until p99 or the error rate crosses its limit,
+	// or the rate asked for is no longer achieved.
+	var knee *Row
+	for rate := cfg.Rate; rate <= cfg.RampMax; rate += cfg.RampStep {
+		st.rate = rate
+		row, err := s.measure(ctx, sctx, cfg, st, callers, record)
+		if err != nil {
+			return err
+		}
+		over := row.P99Us > float64(cfg.RampP99)/1e3 || row.ErrorRate > cfg.RampErrors || row.CallsPerS < 0.9*rate
+		if over {
+			fmt.Fprintf(cfg.Log, "steady: %s ramp crossed at %.0f/s (p99 %.0f µs, errors %.3f, achieved %.0f/s)\n", s.arm, rate, row.P99Us, row.ErrorRate, row.CallsPerS)
+			break
+		}
+		knee = &row
+	}
+	if knee == nil {
+		return nil // even the first rate was over: no knee below it
+	}
+	k := *knee
+	k.Scenario = Knee
+	return record(k)
+}
+
+// measure runs one measured window and records its row.
+func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers []caller, record func(Row) error) (Row, error) {
+	fmt.Fprintf(cfg.Log, "steady: %s %s: measure\n", s.arm, st)
+	before, err := s.read(sctx)
+	if err != nil {
+		return Row{}, s.fail(ctx, st, err)
+	}
+	var o outcome
+	switch st.scenario {
+	case Open, Ramp:
+		o = openLoop(sctx, callers, st.rate, cfg.Duration)
+	default:
+		if cfg.Duration > 0 {
+			o = closedLoop(sctx, callers, 0, cfg.Duration, true)
+		} else {
+			o = closedLoop(sctx, callers, int64(cfg.Calls), 0, true)
+		}
+	}
+	self := selfCPU()
+	var after reading
+	dead := isDone(s.inst)
+	if !dead {
+		after, err = s.read(sctx)
+		if err != nil && !isDone(s.inst) {
+			return Row{}, s.fail(ctx, st, err)
+		}
+	}
+	after.self = self
+	row := s.row(st, o, before, after)
+	if ctx.Err() != nil {
+		// Interrupted: the window is cut short, so its figures are not
+		// comparable; the rows before it are kept.
+		return row, fmt.Errorf("steady %s %s: %w", s.arm, st, ctx.Err())
+	}
+	if err := record(row); err != nil {
+		return row, err
+	}
+	return row, s.check(ctx, st, o)
+}
+
+func isDone(inst prober.Instance) bool {
+	select {
+	case <-inst.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// check turns a server that exited, or an interrupt, into the step's error.
+func (s *server) check(ctx context.Context, st step, o outcome) error {
+	if isDone(s.inst) {
+		return fmt.Errorf("steady %s: server exited during %s after %d calls: %w", s.arm, st, o.calls, s.inst.Err())
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("steady %s %s: %w", s.arm, st, err)
+	}
+	return nil
+}
+
+// fail explains a setup error, preferring the server's exit as the cause.
+func (s *server) fail(ctx context.Context, st step, err error) error {
+	if isDone(s.inst) {
+		return fmt.Errorf("steady %s: server exited during %s: %w", s.arm, st, s.inst.Err())
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("steady %s %s: %w", s.arm, st, ctx.Err())
+	}
+	return fmt.Errorf("steady %s %s: %w", s.arm, st, err)
+}
+
+func us(h *hdrhistogram.Histogram, q float64) float64 {
+	return float64(h.ValueAtQuantile(q)) / 1e3
+}
+
+func (s *server) row(st step, o outcome, before, after reading) Row {
+	r := Row{
+		Arm:          s.arm,
+		Budget:       s.budget,
+		Protocol:     st.proto,
+		Scenario:     st.scenario,
+		PayloadBytes: st.payload,
+		Concurrency:  st.concurrency,
+		Conns:        st.conns,
+		Depth:        st.depth,
+		RateReq:      st.rate,
+		Calls:        o.calls,
+		Seconds:      o.elapsed.Seconds(),
+		Errors:       o.errors,
+		FirstError:   o.first,
+	}
+	if o.elapsed > 0 {
+		r.CallsPerS = float64(o.calls) / o.elapsed.Seconds()
+	}
+	if o.calls > 0 {
+		r.ErrorRate = float64(o.errors) / float64(o.calls)
+	}
+	if h := o.latency; h != nil && h.TotalCount() > 0 {
+		r.P50Us, r.P90Us, r.P99Us, r.P999Us = us(h, 50), us(h, 90), us(h, 99), us(h, 99.9)
+		r.MaxUs = float64(h.Max()) / 1e3
+	}
+	if h := o.service; h != nil && h.TotalCount() > 0 {
+		r.ServiceP50Us, r.ServiceP99Us = us(h, 50), us(h, 99)
+		r.ServiceMaxUs = float64(h.Max()) / 1e3
+	}
+	if o.calls > 0 {
+		n := float64(o.calls)
+		r.ClientCPUUsPerCall = float64(after.self-before.self) / 1e3 / n
+		if !after.at.IsZero() {
+			r.ServerCPUUsPerCall = (after.server.Seconds() - before.server.Seconds()) * 1e6 / n
+		}
+		if before.rt != nil && after.rt != nil {
+			a := float64(after.rt.AllocBytes-before.rt.AllocBytes) / n
+			g := after.rt.GCCycles - before.rt.GCCycles
+			r.AllocBytesPerCall, r.GCCycles = &a, &g
+		}
+	}
+	if after.rt != nil {
+		r.GoMaxProcs = after.rt.GoMaxProcs
+	}
+	if !after.at.IsZero() {
+		if m, err := prober.HostProc.Mem(s.inst.PID()); err == nil {
+			r.PeakRSSBytes, r.RSSBytes, r.PSSBytes = m.HWM, m.RSS, m.PSS
+		}
+	}
+	return r
+}
