@@ -1,0 +1,165 @@
+package prober_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+func TestExpandArgs(t *testing.T) {
+	tcp := prober.VarsFor(prober.Target{Network: "tcp", Address: "127.0.0.1:8080"})
+	tcp.DebugAddr = "127.0.0.1:9090"
+	sock := prober.VarsFor(prober.Target{Network: "unix", Address: "/tmp/cs1/server.sock"})
+	for _, tt := range []struct {
+		name    string
+		tmpl    []string
+		v       prober.Vars
+		want    []string
+		wantErr []string
+	}{
+		{"addr", []string{"--listen={addr}", "-v"}, tcp, []string{"--listen=127.0.0.1:8080", "-v"}, nil},
+		{"host and port", []string{"-host", "{host}", "-port", "{port}", "--debug={debug_addr}"}, tcp,
+			[]string{"-host", "127.0.0.1", "-port", "8080", "--debug=127.0.0.1:9090"}, nil},
+		{"socket", []string{"--socket", "{socket}"}, sock, []string{"--socket", "/tmp/cs1/server.sock"}, nil},
+		{"no placeholders", []string{"serve"}, tcp, []string{"serve"}, nil},
+		{"JSON braces left alone", []string{`--config={"port":{port}}`, "{}", "{ addr }"}, tcp,
+			[]string{`--config={"port":8080}`, "{}", "{ addr }"}, nil},
+		{"unknown placeholder", []string{"--listen={address}"}, tcp, nil,
+			[]string{"unknown placeholder {address}", "--listen={address}", "{addr}, {host}, {port}, {socket}, {debug_addr}"}},
+		{"no socket for a tcp target", []string{"--socket={socket}"}, tcp, nil, []string{"no value for {socket}", "tcp 127.0.0.1:8080"}},
+		{"no debug address chosen", []string{"--debug={debug_addr}"}, prober.Vars{Addr: "x"}, nil, []string{"no value for {debug_addr}"}},
+		{"socket and port", []string{"--socket={socket}", "--port={port}"}, tcp, nil, []string{"{socket} and {addr}/{host}/{port}"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := prober.ExpandArgs(tt.tmpl, tt.v)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("ExpandArgs(%q) = %q, want an error", tt.tmpl, got)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("ExpandArgs(%q) error %q, want it to mention %q", tt.tmpl, err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ExpandArgs(%q): %v", tt.tmpl, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ExpandArgs(%q) (-want +got):\n%s", tt.tmpl, diff)
+			}
+		})
+	}
+}
+
+func TestTemplateTarget(t *testing.T) {
+	tcp := prober.Target{Network: "tcp", Address: "127.0.0.1:8080"}
+	for _, tt := range []struct {
+		tmpl []string
+		want prober.Target
+	}{
+		{[]string{"--port", "{port}"}, tcp},
+		{nil, tcp},
+		{[]string{"--unix={socket}"}, prober.Target{Network: "unix", Address: "/tmp/cs1/server.sock"}},
+	} {
+		tp, err := prober.ParseTemplate(tt.tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tp.Target(tcp, "/tmp/cs1"); got != tt.want {
+			t.Errorf("ParseTemplate(%q).Target = %v, want %v", tt.tmpl, got, tt.want)
+		}
+	}
+}
+
+func TestParseAddr(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		want    prober.Target
+		wantErr string
+	}{
+		{"127.0.0.1:9000", prober.Target{Network: "tcp", Address: "127.0.0.1:9000"}, ""},
+		{"localhost:9000", prober.Target{Network: "tcp", Address: "127.0.0.1:9000"}, ""},
+		{"[::1]:9000", prober.Target{Network: "tcp", Address: "[::1]:9000"}, ""},
+		{"unix:/run/app.sock", prober.Target{Network: "unix", Address: "/run/app.sock"}, ""},
+		{"unix:///run/app.sock", prober.Target{Network: "unix", Address: "/run/app.sock"}, ""},
+		{"10.1.2.3:9000", prober.Target{}, "not loopback"},
+		{":9000", prober.Target{}, "not loopback"},
+		{"127.0.0.1", prober.Target{}, "not host:port"},
+		{"127.0.0.1:0", prober.Target{}, "not host:port"},
+		{"unix:app.sock", prober.Target{}, "absolute path"},
+	} {
+		got, err := prober.ParseAddr(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "--addr") {
+				t.Errorf("ParseAddr(%q) = %v, %v; want an --addr error mentioning %q", tt.in, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseAddr(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseProbe(t *testing.T) {
+	for _, tt := range []struct {
+		spec, request string
+		want          prober.Checker // compared by value; nil = check name only
+		name          string
+		wantErr       string
+	}{
+		{spec: "", want: prober.Health{}},
+		{spec: "health", want: prober.Health{}},
+		{spec: "health:coldstart.echo.v1.Echo", want: prober.Health{Service: "coldstart.echo.v1.Echo"}},
+		{spec: "tcp", want: prober.TCP{}},
+		{spec: "http:///healthz", want: &prober.HTTP{Path: "/healthz"}},
+		{spec: "http://{addr}/", want: &prober.HTTP{Path: "/"}},
+		{spec: "http://127.0.0.1:{port}/ready?x=1", want: &prober.HTTP{Path: "/ready?x=1"}},
+		{spec: "http://localhost", want: &prober.HTTP{Path: "/"}},
+		{spec: "h2c://127.0.0.5:9000/h", want: &prober.HTTP{H2C: true, Path: "/h", Fixed: prober.Target{Network: "tcp", Address: "127.0.0.5:9000"}}},
+		{spec: "http://[::1]:9000", want: &prober.HTTP{Path: "/", Fixed: prober.Target{Network: "tcp", Address: "[::1]:9000"}}},
+		{spec: "http:///echo", request: `{"payload":"aGk="}`, want: &prober.HTTP{Path: "/echo", Body: []byte(`{"payload":"aGk="}`), ContentType: "application/json"}},
+		{spec: "/coldstart.echo.v1.Echo/Echo", request: `{"payload":"aGk="}`, name: "grpc-method /coldstart.echo.v1.Echo/Echo"},
+		{spec: "coldstart.echo.v1.Echo/Echo", name: "grpc-method /coldstart.echo.v1.Echo/Echo"},
+
+		{spec: "http://10.0.0.1:8080/healthz", wantErr: `host "10.0.0.1" is not loopback`},
+		{spec: "http://example.com/healthz", wantErr: `host "example.com" is not loopback`},
+		{spec: "h2c://[2001:db8::1]:80/", wantErr: "is not loopback"},
+		{spec: "http://0.0.0.0:{port}/", wantErr: "is not loopback"},
+		{spec: "http://127.0.0.1:{prt}/", wantErr: "only {addr} or HOST:{port}"},
+		{spec: "https://127.0.0.1:9/", wantErr: "unknown probe"},
+		{spec: "grpc", wantErr: "known: health"},
+		{spec: "/coldstart.echo.v1.Echo/", wantErr: "not a gRPC method"},
+		{spec: "/coldstart.echo.v1.Echo/Echo", request: `{"payload":`, wantErr: "not valid JSON"},
+		{spec: "/coldstart.echo.v1.Echo/Echo", request: "@/nonexistent/req.bin", wantErr: "read /nonexistent/req.bin"},
+		{spec: "health", request: "{}", wantErr: "--probe-request: the health probe takes no request"},
+		{spec: "tcp", request: "{}", wantErr: "the tcp probe takes no request"},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			got, err := prober.ParseProbe(tt.spec, tt.request)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseProbe(%q, %q) = %v, %v; want error mentioning %q", tt.spec, tt.request, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseProbe(%q, %q): %v", tt.spec, tt.request, err)
+			}
+			if tt.want == nil {
+				if got.Name() != tt.name {
+					t.Errorf("ParseProbe(%q).Name() = %q, want %q", tt.spec, got.Name(), tt.name)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseProbe(%q, %q) (-want +got):\n%s", tt.spec, tt.request, diff)
+			}
+		})
+	}
+}
