@@ -1,0 +1,897 @@
+package prober
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/coldstart-go/coldstart/budget"
+)
+
+// Phases the runc launcher adds, from T0, before process_started.
+const (
+	PhaseBundleReady = "bundle_ready" // config.json written, stdio files open
+	PhaseCreated     = "created"      // `runc create` returned: namespaces, cgroup, mounts ready
+)
+
+// ErrNoRuntime is returned when a container runtime is missing or has no
+// working engine behind it. The message says how to install or start it.
+var ErrNoRuntime = errors.New("container runtime not available")
+
+// Runc launches servers as OCI containers with runc: Spec.Path is an image
+// (an OCI image layout directory or an image tarball, as the image arm writes
+// them), unpacked once per image into a root filesystem that every instance
+// then shares read-only. Each instance gets its own bundle directory
+// (config.json, stdout, stderr) keyed by Spec.ID, and runs with the host's
+// network (no network namespace), so a server's 127.0.0.1 port is reachable;
+// a Unix socket's directory is bind-mounted instead.
+//
+// Call Close when done: it removes the unpacked root filesystems.
+type Runc struct {
+	// Binary is the runc executable ("" = "runc" from PATH).
+	Binary string
+	// Root is runc's state directory, --root ("" = runc's default,
+	// /run/runc, which `runc list` shows).
+	Root string
+	// WorkDir holds the bundles and unpacked root filesystems ("" =
+	// os.TempDir()).
+	WorkDir string
+	// Grace is how long Stop waits after SIGTERM before SIGKILL (0 = 2 s).
+	Grace time.Duration
+
+	mu     sync.Mutex
+	rootfs map[string]*Rootfs // by image path and its index/manifest stamp
+	closed bool
+}
+
+var _ Launcher = (*Runc)(nil)
+
+// Rootfs is one image unpacked for runc.
+type Rootfs struct {
+	// Image is the image path it came from; Digest its manifest digest.
+	Image  string
+	Digest string
+	// Dir is the unpacked root filesystem (shared, mounted read-only).
+	Dir string
+	// Config is the image's config: entrypoint, cmd, env, user, workdir.
+	Config v1.Config
+	// UnpackMs is how long loading and unpacking took, in milliseconds. It
+	// happens once per image, before any instance's T0 (like an image pull
+	// on a node: not part of a cold start here).
+	UnpackMs float64
+	// Bytes is the unpacked size of the regular files.
+	Bytes int64
+}
+
+// runcInstall is what to do when runc is missing.
+const runcInstall = "install it: apt-get install runc, or sudo scripts/setup.sh"
+
+// Check returns ErrNoRuntime, with the install command, when the runc binary
+// cannot be found; callers can use it to drop the image arm early and let
+// the others proceed.
+func (r *Runc) Check() error {
+	_, err := r.binary()
+	return err
+}
+
+func (r *Runc) binary() (string, error) {
+	b := r.Binary
+	if b == "" {
+		b = "runc"
+	}
+	p, err := exec.LookPath(b)
+	if err != nil {
+		return "", fmt.Errorf("%w: runc: %s not found (%v); %s", ErrNoRuntime, b, err, runcInstall)
+	}
+	return p, nil
+}
+
+func (r *Runc) workDir() string {
+	if r.WorkDir != "" {
+		return r.WorkDir
+	}
+	return os.TempDir()
+}
+
+func (r *Runc) grace() time.Duration {
+	if r.Grace > 0 {
+		return r.Grace
+	}
+	return 2 * time.Second
+}
+
+// Prepare loads and unpacks the image at path, once: later calls for an
+// unchanged image return the same Rootfs.
+func (r *Runc) Prepare(ctx context.Context, path string) (*Rootfs, error) {
+	stamp, err := imageStamp(path)
+	if err != nil {
+		return nil, fmt.Errorf("prepare image %s: %w", path, err)
+	}
+	key := path + "\x00" + stamp
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, fmt.Errorf("prepare image %s: runc launcher closed", path)
+	}
+	if fs, ok := r.rootfs[key]; ok {
+		return fs, nil
+	}
+	start := time.Now()
+	img, err := loadImage(path)
+	if err != nil {
+		return nil, fmt.Errorf("prepare image: %w", err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("prepare image %s: %w", path, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("prepare image %s: config: %w", path, err)
+	}
+	if cf.OS != "" && cf.OS != "linux" {
+		return nil, fmt.Errorf("prepare image %s: image is for %s, not linux", path, cf.OS)
+	}
+	dir, err := os.MkdirTemp(r.workDir(), "coldstart-rootfs-"+d.Hex[:12]+"-")
+	if err != nil {
+		return nil, fmt.Errorf("prepare image %s: %w", path, err)
+	}
+	// The rootfs itself is mode 0755 so that the image's non-root user can
+	// reach into it (MkdirTemp makes 0700).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("prepare image %s: %w", path, err)
+	}
+	rc := mutate.Extract(img)
+	n, err := untar(ctx, rc, dir)
+	rc.Close()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("prepare image %s: unpack into %s: %w", path, dir, err)
+	}
+	fs := &Rootfs{Image: path, Digest: d.String(), Dir: dir, Config: cf.Config, Bytes: n, UnpackMs: ms(time.Since(start))}
+	if r.rootfs == nil {
+		r.rootfs = map[string]*Rootfs{}
+	}
+	r.rootfs[key] = fs
+	return fs, nil
+}
+
+// Close removes the unpacked root filesystems. Instances still running
+// keep theirs mounted until they stop; stop them first.
+func (r *Runc) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	var errs []error
+	for k, fs := range r.rootfs {
+		if err := os.RemoveAll(fs.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove rootfs %s: %w", fs.Dir, err))
+		}
+		delete(r.rootfs, k)
+	}
+	return errors.Join(errs...)
+}
+
+// Launch starts s.Path (an image) as container s.ID: T0, then the bundle
+// (bundle_ready), `runc create` (created), `runc start` (process_started).
+// The container's stdout and stderr go to files in the bundle; the tail of
+// stderr is quoted in errors. The image is unpacked before T0 (see Prepare).
+func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
+	bin, err := r.binary()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+	}
+	if s.ID == "" {
+		s.ID = NewID()
+	}
+	fs, err := r.Prepare(ctx, s.Path)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+	}
+	c := &container{
+		arm: s.Arm, id: s.ID, runc: bin, root: r.Root, grace: r.grace(), log: s.Log,
+		bundle: filepath.Join(r.workDir(), s.ID),
+		done:   make(chan struct{}), cleaned: make(chan struct{}),
+		procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup", pidfd: -1,
+	}
+	c.t0 = time.Now()
+	if err := c.launch(ctx, s, fs); err != nil {
+		c.cleanup()
+		return nil, fmt.Errorf("start %s (image %s, container %s): %w", s.Arm, s.Path, s.ID, err)
+	}
+	return c, nil
+}
+
+// container is one runc container: an Instance.
+type container struct {
+	arm, id, runc, root, bundle string
+	grace                       time.Duration
+	log                         io.Writer
+	procRoot, cgroupRoot        string
+
+	t0                              time.Time
+	bundleReady, created, started   time.Duration
+	pid                             int
+	pidfd                           int
+	stderrPath                      string
+	cgroupCPU, cgroupMem, cgroupUni string // cgroup paths below cgroupRoot, found at start
+
+	done    chan struct{}
+	mu      sync.Mutex
+	err     error
+	stopped bool
+
+	cleanOnce sync.Once
+	cleaned   chan struct{}
+	cleanErr  error
+}
+
+func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
+	if err := os.Mkdir(c.bundle, 0o700); err != nil {
+		return fmt.Errorf("make bundle: %w", err)
+	}
+	spec, err := runtimeSpec(s, fs)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(spec, "", "\t")
+	if err != nil {
+		return fmt.Errorf("encode config.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.bundle, "config.json"), b, 0o600); err != nil {
+		return fmt.Errorf("write config.json: %w", err)
+	}
+	stdout, err := os.Create(filepath.Join(c.bundle, "stdout"))
+	if err != nil {
+		return err
+	}
+	defer stdout.Close()
+	c.stderrPath = filepath.Join(c.bundle, "stderr")
+	stderr, err := os.Create(c.stderrPath)
+	if err != nil {
+		return err
+	}
+	defer stderr.Close()
+	c.bundleReady = time.Since(c.t0)
+
+	// runc create: the container's init waits on its exec fifo. Its stdio
+	// are these files, never pipes: a detached container keeps them open,
+	// and a pipe would keep Wait from returning.
+	pidFile := filepath.Join(c.bundle, "pid")
+	create := c.cmd("create", "--bundle", c.bundle, "--pid-file", pidFile, c.id)
+	create.Stdout, create.Stderr = stdout, stderr
+	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
+	// alone and coldstart stops the container in order.
+	create.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := create.Run(); err != nil {
+		return fmt.Errorf("runc create: %v%s", err, c.stderrTail())
+	}
+	c.created = time.Since(c.t0)
+	pb, err := os.ReadFile(pidFile)
+	if err != nil {
+		return fmt.Errorf("read runc pid file: %w", err)
+	}
+	if c.pid, err = strconv.Atoi(strings.TrimSpace(string(pb))); err != nil {
+		return fmt.Errorf("parse runc pid file %q: %w", pb, err)
+	}
+	// A pidfd tells us when init exits, though it is not our child (runc
+	// create has exited and init was reparented).
+	if c.pidfd, err = unix.PidfdOpen(c.pid, 0); err != nil {
+		c.pidfd = -1
+	}
+	watching := false
+	defer func() {
+		if !watching && c.pidfd >= 0 {
+			unix.Close(c.pidfd)
+		}
+	}()
+	c.findCgroups()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := c.cmd("start", c.id)
+	var startErr TailBuffer
+	startErr.Max = 4096
+	start.Stderr = &startErr
+	if err := start.Run(); err != nil {
+		return fmt.Errorf("runc start: %v%s%s", err, startErr.Quote(), c.stderrTail())
+	}
+	c.started = time.Since(c.t0)
+	watching = true
+	go c.watch()
+	return nil
+}
+
+// cmd is a runc command line, printed to the log when there is one.
+func (c *container) cmd(args ...string) *exec.Cmd {
+	if c.root != "" {
+		args = append([]string{"--root", c.root}, args...)
+	}
+	if c.log != nil {
+		fmt.Fprintf(c.log, "+ %s\n", shellQuote(append([]string{c.runc}, args...)))
+	}
+	return exec.Command(c.runc, args...)
+}
+
+// watch waits for init to exit, records why, and removes the container.
+func (c *container) watch() {
+	if c.pidfd >= 0 {
+		for {
+			_, err := unix.Poll([]unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}, -1)
+			if err == nil || !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		unix.Close(c.pidfd)
+	} else {
+		// No pidfd: poll. Signal 0 fails once the process is gone; a zombie
+		// still "exists", so check its state too.
+		for processAlive(c.procRoot, c.pid) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// The exit status belongs to init's parent, not to us: the stderr tail
+	// says why it ended.
+	err := fmt.Errorf("%w: %s: container %s exited%s", ErrExited, c.arm, c.id, c.stderrTail())
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+	c.cleanup()
+}
+
+func processAlive(procRoot string, pid int) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	_, f, err := parseStat(string(b))
+	return err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+func (c *container) PID() int              { return c.pid }
+func (c *container) T0() time.Time         { return c.t0 }
+func (c *container) Done() <-chan struct{} { return c.done }
+
+func (c *container) Phases() []Phase {
+	return []Phase{
+		{Name: PhaseBundleReady, Ms: ms(c.bundleReady)},
+		{Name: PhaseCreated, Ms: ms(c.created)},
+		{Name: PhaseStarted, Ms: ms(c.started)},
+	}
+}
+
+func (c *container) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Stop sends SIGTERM to the container, SIGKILL after the grace period (or at
+// once when ctx ends), then deletes the container and its bundle. Cleanup
+// runs to the end even when ctx is already cancelled (Ctrl-C).
+func (c *container) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	again := c.stopped
+	c.stopped = true
+	c.mu.Unlock()
+	if !again {
+		select {
+		case <-c.done:
+		default:
+			_ = c.cmd("kill", c.id, "TERM").Run()
+			t := time.NewTimer(c.grace)
+			select {
+			case <-c.done:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			select {
+			case <-c.done:
+			default:
+				_ = c.cmd("kill", c.id, "KILL").Run()
+				k := time.NewTimer(5 * time.Second)
+				select {
+				case <-c.done:
+				case <-k.C:
+				}
+				k.Stop()
+			}
+		}
+	}
+	c.cleanup()
+	<-c.cleaned
+	return c.cleanErr
+}
+
+// cleanup deletes the container (forced: it may still run when a launch
+// failed half way) and removes its bundle, once.
+func (c *container) cleanup() {
+	c.cleanOnce.Do(func() {
+		defer close(c.cleaned)
+		var errs []error
+		out, err := c.cmd("delete", "--force", c.id).CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "does not exist") {
+			errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", c.id, err, strings.TrimSpace(string(out))))
+		}
+		if err := os.RemoveAll(c.bundle); err != nil {
+			errs = append(errs, fmt.Errorf("remove bundle %s: %w", c.bundle, err))
+		}
+		c.cleanErr = errors.Join(errs...)
+	})
+}
+
+// stderrTail quotes the end of the container's stderr file ("" if empty).
+func (c *container) stderrTail() string {
+	if c.stderrPath == "" {
+		return ""
+	}
+	f, err := os.Open(c.stderrPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 4096
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		_, _ = f.Seek(fi.Size()-max, io.SeekStart)
+	}
+	t := &TailBuffer{Max: max}
+	_, _ = io.Copy(t, f)
+	return t.Quote()
+}
+
+// findCgroups records the container's cgroup paths from /proc/PID/cgroup,
+// so Usage can read them.
+func (c *container) findCgroups() {
+	f, err := os.Open(filepath.Join(c.procRoot, strconv.Itoa(c.pid), "cgroup"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// hierarchy-ID:controller-list:path
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctrl := range strings.Split(parts[1], ",") {
+			switch ctrl {
+			case "cpuacct":
+				c.cgroupCPU = filepath.Join("cpuacct", parts[2])
+			case "memory":
+				c.cgroupMem = filepath.Join("memory", parts[2])
+			case "":
+				if parts[0] == "0" {
+					c.cgroupUni = parts[2]
+				}
+			}
+		}
+	}
+}
+
+// Usage reads the container's cgroup: CPU time (v1 cpuacct.usage, ns; v2
+// cpu.stat usage_usec) and peak memory (v1 memory.max_usage_in_bytes, v2
+// memory.peak), and OOM kills. It is zero where the file is missing, and
+// after the container is deleted (when it has exited).
+func (c *container) Usage() (budget.Usage, error) {
+	var u budget.Usage
+	if c.cgroupCPU != "" {
+		if v, err := readInt(filepath.Join(c.cgroupRoot, c.cgroupCPU, "cpuacct.usage")); err == nil {
+			u.CPUSeconds = float64(v) / 1e9
+		}
+	}
+	if c.cgroupMem != "" {
+		dir := filepath.Join(c.cgroupRoot, c.cgroupMem)
+		if v, err := readInt(filepath.Join(dir, "memory.max_usage_in_bytes")); err == nil {
+			u.MemPeakBytes = v
+		}
+		if v, ok := readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"); ok {
+			u.OOMKills = int(v)
+		}
+	}
+	if c.cgroupCPU == "" && c.cgroupMem == "" && c.cgroupUni != "" {
+		// Pure cgroup v2.
+		dir := filepath.Join(c.cgroupRoot, c.cgroupUni)
+		if v, ok := readKey(filepath.Join(dir, "cpu.stat"), "usage_usec"); ok {
+			u.CPUSeconds = float64(v) / 1e6
+		}
+		if v, err := readInt(filepath.Join(dir, "memory.peak")); err == nil {
+			u.MemPeakBytes = v
+		}
+		if v, ok := readKey(filepath.Join(dir, "memory.events"), "oom_kill"); ok {
+			u.OOMKills = int(v)
+		}
+	}
+	return u, nil
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// readKey reads "key N" from a flat-keyed cgroup file.
+func readKey(path, key string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && f[0] == key {
+			v, err := strconv.ParseInt(f[1], 10, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// runtimeSpec is the container's config.json: the image's process on a
+// read-only root, host network, runc's default mounts and masks, and the
+// budget as cgroup resources.
+func runtimeSpec(s Spec, fs *Rootfs) (*specs.Spec, error) {
+	ic := fs.Config
+	args := append([]string{}, ic.Entrypoint...)
+	if len(s.Args) > 0 {
+		args = append(args, s.Args...) // arguments replace the image's Cmd, as with docker run
+	} else {
+		args = append(args, ic.Cmd...)
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("image %s has no entrypoint or cmd, and no arguments were given", fs.Image)
+	}
+	env := append([]string{}, ic.Env...)
+	if !hasEnv(env, "PATH") {
+		env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	env = append(env, s.Env...)
+	if p := s.Target.Port(); p != "" {
+		env = append(env, "PORT="+p)
+	}
+	user, err := imageUser(fs.Dir, ic.User)
+	if err != nil {
+		return nil, err
+	}
+	cwd := ic.WorkingDir
+	if cwd == "" {
+		cwd = "/"
+	}
+	caps := []string{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}
+	spec := &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{
+			User: user, Args: args, Env: env, Cwd: cwd,
+			Capabilities:    &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps},
+			Rlimits:         []specs.POSIXRlimit{nofile()},
+			NoNewPrivileges: true,
+		},
+		Root:     &specs.Root{Path: fs.Dir, Readonly: true},
+		Hostname: "",
+		Mounts: []specs.Mount{
+			{Destination: "/proc", Type: "proc", Source: "proc"},
+			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
+			{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+			{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
+			// A writable /tmp, as most servers expect one.
+			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=65536k"}},
+		},
+		Linux: &specs.Linux{
+			// Relative: below coldstart's own cgroup in each hierarchy, keyed
+			// by the instance id; runc delete removes it.
+			CgroupsPath: s.ID,
+			Resources:   resources(s.Budget),
+			// No network namespace: the host's network.
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.MountNamespace},
+			},
+			MaskedPaths:   []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi"},
+			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+		},
+	}
+	if s.Target.Network == "unix" {
+		dir := filepath.Dir(s.Target.Address)
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: dir, Type: "bind", Source: dir, Options: []string{"rbind", "rw"}})
+	}
+	return spec, nil
+}
+
+// nofile is the open-files limit: containerd's soft 1024, hard 524288, the
+// hard limit capped at ours (runc cannot raise it above its own).
+func nofile() specs.POSIXRlimit {
+	l := specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 524288}
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil && cur.Max < l.Hard {
+		l.Hard = cur.Max
+	}
+	if l.Soft > l.Hard {
+		l.Soft = l.Hard
+	}
+	return l
+}
+
+// resources turns a budget into cgroup settings runc writes.
+func resources(b budget.Budget) *specs.LinuxResources {
+	r := &specs.LinuxResources{
+		Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}, // runc adds the standard devices
+	}
+	if b.Cores > 0 || len(b.CPUs) > 0 {
+		r.CPU = &specs.LinuxCPU{}
+		if b.Cores > 0 {
+			period := uint64(100000) // µs, the kernel default
+			quota := int64(b.Cores*float64(period) + 0.5)
+			r.CPU.Period, r.CPU.Quota = &period, &quota
+		}
+		if len(b.CPUs) > 0 {
+			s := make([]string, len(b.CPUs))
+			for i, c := range b.CPUs {
+				s[i] = strconv.Itoa(c)
+			}
+			r.CPU.Cpus = strings.Join(s, ",")
+		}
+	}
+	if b.MemBytes > 0 {
+		lim := b.MemBytes
+		r.Memory = &specs.LinuxMemory{Limit: &lim}
+	}
+	return r
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, key+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// imageUser resolves an image's User ("", "uid", "uid:gid", "name",
+// "name:group") against the rootfs's /etc/passwd and /etc/group.
+func imageUser(rootfs, u string) (specs.User, error) {
+	if u == "" {
+		return specs.User{}, nil
+	}
+	user, group, hasGroup := strings.Cut(u, ":")
+	var out specs.User
+	if n, err := strconv.ParseUint(user, 10, 32); err == nil {
+		out.UID = uint32(n)
+	} else {
+		uid, gid, ok := lookupID(filepath.Join(rootfs, "etc/passwd"), user)
+		if !ok {
+			return out, fmt.Errorf("image user %q: not numeric and not in the image's /etc/passwd", u)
+		}
+		out.UID, out.GID = uid, gid
+	}
+	if hasGroup {
+		if n, err := strconv.ParseUint(group, 10, 32); err == nil {
+			out.GID = uint32(n)
+		} else {
+			gid, _, ok := lookupID(filepath.Join(rootfs, "etc/group"), group)
+			if !ok {
+				return out, fmt.Errorf("image user %q: group %q not numeric and not in the image's /etc/group", u, group)
+			}
+			out.GID = gid
+		}
+	}
+	return out, nil
+}
+
+// lookupID finds name in a passwd (name:x:uid:gid:...) or group
+// (name:x:gid:...) file, returning the third and fourth fields.
+func lookupID(path, name string) (uint32, uint32, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) < 3 || f[0] != name {
+			continue
+		}
+		a, err := strconv.ParseUint(f[2], 10, 32)
+		if err != nil {
+			return 0, 0, false
+		}
+		var g uint64
+		if len(f) > 3 {
+			g, _ = strconv.ParseUint(f[3], 10, 32)
+		}
+		return uint32(a), uint32(g), true
+	}
+	return 0, 0, false
+}
+
+// imageStamp changes when the image at path changes: the size and mtime of
+// a layout's index.json or of a tarball.
+func imageStamp(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() {
+		if fi, err = os.Stat(filepath.Join(path, "index.json")); err != nil {
+			return "", fmt.Errorf("not an OCI image layout (no index.json): %w", err)
+		}
+	}
+	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
+}
+
+// loadImage reads an OCI image layout directory (its only image, or the one
+// for this platform) or an image tarball. (builds.LoadImage does the same;
+// prober keeps its own so that builds may import prober.)
+func loadImage(path string) (v1.Image, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load image %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		img, err := tarball.ImageFromPath(path, nil)
+		if err == nil {
+			_, err = img.Manifest()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load image %s: not an OCI image layout or image tarball: %w", path, err)
+		}
+		return img, nil
+	}
+	idx, err := layout.ImageIndexFromPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("load image %s: not an OCI image layout: %w", path, err)
+	}
+	for depth := 0; depth < 4; depth++ {
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, fmt.Errorf("load image %s: %w", path, err)
+		}
+		var pick *v1.Descriptor
+		for i, d := range im.Manifests {
+			if p := d.Platform; p != nil && (p.OS != runtime.GOOS || p.Architecture != runtime.GOARCH) {
+				continue
+			}
+			if d.MediaType.IsImage() || d.MediaType.IsIndex() {
+				pick = &im.Manifests[i]
+				break
+			}
+		}
+		if pick == nil {
+			return nil, fmt.Errorf("load image %s: no image for %s/%s", path, runtime.GOOS, runtime.GOARCH)
+		}
+		if pick.MediaType.IsImage() {
+			return idx.Image(pick.Digest)
+		}
+		if idx, err = idx.ImageIndex(pick.Digest); err != nil {
+			return nil, fmt.Errorf("load image %s: %w", path, err)
+		}
+	}
+	return nil, fmt.Errorf("load image %s: indexes nested too deep", path)
+}
+
+// untar writes a flattened image filesystem (mutate.Extract) into dir,
+// keeping modes and owners. Entries may not reach outside dir, also not
+// through a symlink the image itself placed. It returns the bytes of
+// regular files written.
+func untar(ctx context.Context, r io.Reader, dir string) (int64, error) {
+	tr := tar.NewReader(r)
+	var total int64
+	links := map[string]bool{} // symlinks written so far, relative to dir
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		rel := filepath.Clean("/" + h.Name)[1:]
+		if rel == "" {
+			continue
+		}
+		for p := filepath.Dir(rel); p != "." && p != "/"; p = filepath.Dir(p) {
+			if links[p] {
+				return total, fmt.Errorf("%s: path goes through symlink %s", h.Name, p)
+			}
+		}
+		target := filepath.Join(dir, rel)
+		mode := os.FileMode(h.Mode).Perm() | tarSpecialBits(h.Mode)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return total, err
+			}
+			if err := os.Chmod(target, mode); err != nil {
+				return total, err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return total, err
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+			if err != nil {
+				return total, err
+			}
+			n, err := io.Copy(f, tr)
+			total += n
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return total, err
+			}
+			if err := os.Chmod(target, mode); err != nil {
+				return total, err
+			}
+		case tar.TypeSymlink:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return total, err
+			}
+			os.Remove(target)
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				return total, err
+			}
+			links[rel] = true
+		case tar.TypeLink:
+			src := filepath.Join(dir, filepath.Clean("/" + h.Linkname)[1:])
+			os.Remove(target)
+			if err := os.Link(src, target); err != nil {
+				return total, err
+			}
+		default:
+			continue // devices and fifos: runc provides /dev
+		}
+		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
+			return total, err
+		}
+		if h.Typeflag != tar.TypeSymlink && mode&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			_ = os.Chmod(target, mode) // chown clears set-id bits
+		}
+	}
+}
+
+func tarSpecialBits(m int64) os.FileMode {
+	var fm os.FileMode
+	if m&04000 != 0 {
+		fm |= os.ModeSetuid
+	}
+	if m&02000 != 0 {
+		fm |= os.ModeSetgid
+	}
+	if m&01000 != 0 {
+		fm |= os.ModeSticky
+	}
+	return fm
+}
