@@ -30,6 +30,19 @@ type Artifact struct {
 	Profile   string   `json:"profile,omitempty"` // pgo: the profile used
 	Image     string   `json:"image,omitempty"`   // image: OCI layout directory
 	Digest    string   `json:"digest,omitempty"`  // image: manifest digest (sha256:...)
+
+	// Package is the main package's import path ("" for a prebuilt binary).
+	Package string `json:"package,omitempty"`
+	// Instrumented: the debug hook (see Options.Instrument) was compiled in.
+	Instrumented bool `json:"instrumented,omitempty"`
+	// UPXVersion is the packer's version line ("upx 4.2.2"), upx arm only.
+	UPXVersion string `json:"upx_version,omitempty"`
+	// ProfileNote is the note beside a profile the pgo arm collected itself
+	// (how, when, from what); "" when the profile was given.
+	ProfileNote string `json:"profile_note,omitempty"`
+	// BuiltAt is when the artifact was built (RFC 3339, UTC); older than
+	// this run when Cached.
+	BuiltAt string `json:"built_at,omitempty"`
 }
 
 // Builder builds one arm.
