@@ -81,9 +81,7 @@ func newRunc(t *testing.T) (*prober.Runc, string) {
 	return r, work
 }
 
-func TestRuncServesHealth(t *testing.T) {
-	needRunc(t)
-	img := echoImage(t)
+func runServesHealth(t *testing.T, img builds.ImageResult) {
 	r, work := newRunc(t)
 	ctx := context.Background()
 	// The layout, then the tarball; the second and third runs reuse the
@@ -129,9 +127,11 @@ func TestRuncServesHealth(t *testing.T) {
 		if err != nil || u.CPUSeconds <= 0 || u.MemPeakBytes <= 0 {
 			t.Errorf("Usage() = %+v, %v; want CPU and memory from the container's cgroup", u, err)
 		}
+		stop := time.Now()
 		if err := inst.Stop(ctx); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
+		t.Logf("run %d: stop and delete took %v", i, time.Since(stop).Round(time.Millisecond))
 		select {
 		case <-inst.Done():
 		default:
@@ -152,9 +152,7 @@ func TestRuncServesHealth(t *testing.T) {
 	t.Logf("unpack: %.1f ms, %d bytes", fs.UnpackMs, fs.Bytes)
 }
 
-func TestRuncBudget(t *testing.T) {
-	needRunc(t)
-	img := echoImage(t)
+func runBudget(t *testing.T, img builds.ImageResult) {
 	r, work := newRunc(t)
 	ctx := context.Background()
 	target, err := prober.FreeTCP()
@@ -203,9 +201,7 @@ func TestRuncBudget(t *testing.T) {
 	}
 }
 
-func TestRuncServerCrash(t *testing.T) {
-	needRunc(t)
-	img := echoImage(t)
+func runServerCrash(t *testing.T, img builds.ImageResult) {
 	r, work := newRunc(t)
 	ctx := context.Background()
 	target, err := prober.FreeTCP()
@@ -230,9 +226,7 @@ func TestRuncServerCrash(t *testing.T) {
 	checkGone(t, id, work)
 }
 
-func TestRuncStopCancelled(t *testing.T) {
-	needRunc(t)
-	img := echoImage(t)
+func runStopCancelled(t *testing.T, img builds.ImageResult) {
 	r, work := newRunc(t)
 	target, err := prober.FreeTCP()
 	if err != nil {
@@ -262,9 +256,7 @@ func TestRuncStopCancelled(t *testing.T) {
 	checkGone(t, id2, work)
 }
 
-func TestRuncUnixSocket(t *testing.T) {
-	needRunc(t)
-	img := echoImage(t)
+func runUnixSocket(t *testing.T, img builds.ImageResult) {
 	r, work := newRunc(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -284,6 +276,18 @@ func TestRuncUnixSocket(t *testing.T) {
 	if _, err := prober.WaitReady(ctx, inst, target, prober.Health{}, prober.WaitOptions{Timeout: 20 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRunc runs the image arm's container in several ways; the subtests
+// share one image (building it takes ~2 s).
+func TestRunc(t *testing.T) {
+	needRunc(t)
+	img := echoImage(t)
+	t.Run("ServesHealth", func(t *testing.T) { runServesHealth(t, img) })
+	t.Run("Budget", func(t *testing.T) { runBudget(t, img) })
+	t.Run("ServerCrash", func(t *testing.T) { runServerCrash(t, img) })
+	t.Run("StopCancelled", func(t *testing.T) { runStopCancelled(t, img) })
+	t.Run("UnixSocket", func(t *testing.T) { runUnixSocket(t, img) })
 }
 
 func TestRuncBadInput(t *testing.T) {
