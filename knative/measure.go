@@ -1,0 +1,261 @@
+package knative
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// ProbeFunc makes one probe attempt at target (host:port) with the given
+// :authority on a channel of its own, and returns nil only for a healthy
+// reply. ctx carries the attempt's deadline.
+type ProbeFunc func(ctx context.Context, target, authority string) error
+
+// HealthCheck is the default ProbeFunc: a fresh gRPC channel (passthrough
+// target, no DNS resolver, plaintext h2c), one fail-fast grpc.health.v1
+// Check for the server as a whole, then Close. A fresh channel per attempt
+// avoids grpc-go's reconnect backoff (1 s after the first failure), which
+// would quantise the measurement.
+func HealthCheck(ctx context.Context, target, authority string) error {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if authority != "" {
+		opts = append(opts, grpc.WithAuthority(authority))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+target, opts...)
+	if err != nil {
+		return fmt.Errorf("new client for %s: %w", target, err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		return err
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health check %s: %s", target, resp.GetStatus())
+	}
+	return nil
+}
+
+// MeasureOptions configure ScaleFromZero. Zero durations take the defaults
+// named on each field.
+type MeasureOptions struct {
+	Namespace string
+	Service   string // the Knative Service's name
+	Arm       string // recorded in each Sample
+	Budget    string // recorded in each Sample
+	// Runs is the number of counted cold starts.
+	Runs int
+	// Warmup adds an uncounted run 0 first (Sample.Warmup).
+	Warmup bool
+	// Target is the host:port each probe dials: the ingress address from
+	// outside the cluster, e.g. Kourier's load balancer "203.0.113.7:80".
+	// "" uses the Service's cluster-local address on port 80 (inside the
+	// cluster).
+	Target string
+	// Authority is the :authority of each probe, which the ingress routes
+	// on; "" uses the host of the Service's URL.
+	Authority string
+	// ZeroTimeout bounds each wait until the revision is at zero (0 = 10m;
+	// Knative's own scale-down takes its stable window plus
+	// scale-to-zero-grace-period, ~40 s with coldstart's annotations).
+	ZeroTimeout time.Duration
+	// ProbeTimeout bounds one cold start, t0 to first healthy reply (0 = 2m).
+	ProbeTimeout time.Duration
+	// AttemptTimeout is each attempt's deadline (0 = 1s). The activator
+	// holds a request until a pod is ready, so an attempt may wait that
+	// long; a later attempt is held again.
+	AttemptTimeout time.Duration
+	// Gap is the pause between failed attempts (0 = 500µs), so the prober
+	// does not busy-spin on a CPU the cluster might share.
+	Gap time.Duration
+	// PhaseGrace is how long, after the first RPC, to wait for the watch
+	// events of phases not yet seen (0 = 2s).
+	PhaseGrace time.Duration
+	// Container is the server container's name in the pods ("" = any
+	// container but queue-proxy).
+	Container string
+	// Probe makes one attempt (nil = HealthCheck).
+	Probe ProbeFunc
+	// Log receives progress lines (nil = quiet).
+	Log io.Writer
+}
+
+func (o *MeasureOptions) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.ZeroTimeout, 10*time.Minute)
+	def(&o.ProbeTimeout, 2*time.Minute)
+	def(&o.AttemptTimeout, time.Second)
+	def(&o.Gap, 500*time.Microsecond)
+	def(&o.PhaseGrace, 2*time.Second)
+	if o.Probe == nil {
+		o.Probe = HealthCheck
+	}
+}
+
+// ErrNoTarget is returned when neither MeasureOptions.Target nor the
+// Service's status gives an address to probe.
+var ErrNoTarget = errors.New("no address to probe")
+
+// ScaleFromZero times o.Runs cold starts of one Knative Service (plus a
+// warm-up run when o.Warmup). For each run it waits until the Service's
+// revisions are truly at zero, as seen by started and synced informers
+// (AtZero), takes t0, probes with a fresh gRPC channel per attempt until the
+// first healthy reply, and calls record with a prober.Sample holding
+// first_rpc_ms, the attempts, and the phases its watch events showed. A cold
+// start that gets no healthy reply within ProbeTimeout is recorded with its
+// Error set and the run goes on; errors of the cluster or of record end it.
+func ScaleFromZero(ctx context.Context, c Clients, o MeasureOptions, record func(prober.Sample) error) error {
+	o.defaults()
+	svc, err := c.Serving.ServingV1().Services(o.Namespace).Get(ctx, o.Service, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get service %s/%s: %w", o.Namespace, o.Service, err)
+	}
+	target, authority, err := probeAddress(o, urlString(svc.Status.URL), addressURL(svc.Status.Address))
+	if err != nil {
+		return fmt.Errorf("probe service %s/%s: %w", o.Namespace, o.Service, err)
+	}
+	obs, err := observe(ctx, c, o.Namespace, o.Service)
+	if err != nil {
+		return err
+	}
+	defer obs.close()
+
+	first := 1
+	if o.Warmup {
+		first = 0
+	}
+	for run := first; run <= o.Runs; run++ {
+		zctx, cancel := context.WithTimeout(ctx, o.ZeroTimeout)
+		err := obs.waitZero(zctx, func(why string) { logf(o.Log, "%s run %d: waiting for zero: %s", o.Service, run, why) })
+		cancel()
+		if err != nil {
+			return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
+		}
+		s, err := coldStart(ctx, obs, o, target, authority)
+		if err != nil {
+			return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
+		}
+		s.Arm, s.Budget, s.Run, s.Warmup = o.Arm, o.Budget, run, run == 0
+		logf(o.Log, "%s run %d: first RPC after %.1f ms, %d attempts %s", o.Service, run, s.FirstRPCMs, s.Attempts, s.Error)
+		if err := record(s); err != nil {
+			return fmt.Errorf("record run %d of %s: %w", run, o.Service, err)
+		}
+	}
+	return nil
+}
+
+// coldStart is one measured cold start from t0 to the first healthy reply.
+func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, authority string) (prober.Sample, error) {
+	t0 := time.Now()
+	if err := obs.startTracking(t0, o.Container); err != nil {
+		return prober.Sample{}, err
+	}
+	defer obs.stopTracking()
+	var s prober.Sample
+	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
+	defer cancel()
+	var lastErr error
+	for {
+		s.Attempts++
+		actx, acancel := context.WithTimeout(pctx, o.AttemptTimeout)
+		lastErr = o.Probe(actx, target, authority)
+		acancel()
+		if lastErr == nil {
+			s.FirstRPCMs = ms(time.Since(t0))
+			break
+		}
+		if ctx.Err() != nil {
+			return s, context.Cause(ctx)
+		}
+		if pctx.Err() != nil {
+			s.Error = fmt.Sprintf("no healthy reply from %s within %s after %d attempts: %v", target, o.ProbeTimeout, s.Attempts, lastErr)
+			break
+		}
+		time.Sleep(o.Gap)
+	}
+	// Watch events may trail the RPC (the pod's Ready update, say).
+	if err := waitPhases(ctx, obs, o.PhaseGrace); err != nil {
+		return s, err
+	}
+	if t := obs.stopTracking(); t != nil {
+		s.Phases = t.phases()
+	}
+	if s.Error == "" {
+		s.Phases = append(s.Phases, prober.Phase{Name: prober.PhaseFirstRPC, Ms: s.FirstRPCMs})
+	}
+	return s, nil
+}
+
+// waitPhases waits up to grace for the watch phases not seen yet.
+func waitPhases(ctx context.Context, obs *observer, grace time.Duration) error {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for !obs.trackedAll() {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+			return nil
+		case <-obs.changed:
+		}
+	}
+	return nil
+}
+
+func urlString(u *apis.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.String()
+}
+
+func addressURL(a *duckv1.Addressable) string {
+	if a == nil || a.URL == nil {
+		return ""
+	}
+	return a.URL.String()
+}
+
+// probeAddress picks the probe's dial target and :authority from the
+// options or the Service's status URLs.
+func probeAddress(o MeasureOptions, svcURL, localURL string) (target, authority string, err error) {
+	host := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return ""
+		}
+		return u.Hostname()
+	}
+	target, authority = o.Target, o.Authority
+	if authority == "" {
+		authority = host(svcURL)
+	}
+	if target == "" {
+		h := host(localURL)
+		if h == "" {
+			return "", "", fmt.Errorf("%w: pass a target (the ingress address); the service has no status.address", ErrNoTarget)
+		}
+		target = net.JoinHostPort(h, "80")
+	}
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		return "", "", fmt.Errorf("target %q: want HOST:PORT: %w", target, err)
+	}
+	return target, authority, nil
+}

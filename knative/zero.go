@@ -1,0 +1,203 @@
+package knative
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"knative.dev/serving/pkg/apis/serving"
+)
+
+// AtZero applies the rules for "this Service is truly at zero" to its
+// revisions' Deployments and pods: at least one Deployment, each with
+// spec.replicas 0 and a status that has caught up with it (observed
+// generation current; replicas, updated, ready and available all 0), and
+// no pod Pending, Running or Terminating (Succeeded and Failed pods hold no
+// resources and do not count). When not at zero, reason says what is left.
+func AtZero(deps []*appsv1.Deployment, pods []*corev1.Pod) (ok bool, reason string) {
+	if len(deps) == 0 {
+		return false, "no Deployment yet"
+	}
+	sort.Slice(deps, func(i, j int) bool { return deps[i].Name < deps[j].Name })
+	for _, d := range deps {
+		spec := int32(1) // the API's default for an unset spec.replicas
+		if d.Spec.Replicas != nil {
+			spec = *d.Spec.Replicas
+		}
+		st := d.Status
+		switch {
+		case spec != 0:
+			return false, fmt.Sprintf("deployment %s: spec.replicas %d", d.Name, spec)
+		case st.ObservedGeneration < d.Generation:
+			return false, fmt.Sprintf("deployment %s: status not observed (generation %d, observed %d)", d.Name, d.Generation, st.ObservedGeneration)
+		case st.Replicas != 0 || st.UpdatedReplicas != 0 || st.ReadyReplicas != 0 || st.AvailableReplicas != 0:
+			return false, fmt.Sprintf("deployment %s: status replicas %d (updated %d, ready %d, available %d)",
+				d.Name, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas)
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			return false, fmt.Sprintf("pod %s: Terminating", p.Name)
+		}
+		switch p.Status.Phase {
+		case corev1.PodSucceeded, corev1.PodFailed:
+		default: // Pending, Running, Unknown, or no status yet
+			ph := p.Status.Phase
+			if ph == "" {
+				ph = corev1.PodPending
+			}
+			return false, fmt.Sprintf("pod %s: %s", p.Name, ph)
+		}
+	}
+	return true, ""
+}
+
+// observer holds started and synced informers on one Service's Deployments
+// and pods (label serving.knative.dev/service=NAME). Every event wakes
+// waiters and, during a measurement, feeds the phase tracker.
+type observer struct {
+	deps    appslisters.DeploymentNamespaceLister
+	pods    corelisters.PodNamespaceLister
+	stop    context.CancelFunc
+	done    sync.WaitGroup
+	changed chan struct{} // capacity 1: "something changed since you looked"
+
+	mu      sync.Mutex
+	tracker *phaseTracker // nil outside a measurement
+}
+
+// observe starts the informers and returns once both have synced: a wait
+// on an unsynced cache would see no pods and return at once.
+func observe(ctx context.Context, c Clients, namespace, service string) (*observer, error) {
+	sel := labels.Set{serving.ServiceLabelKey: service}.String()
+	f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0,
+		informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
+	o := &observer{changed: make(chan struct{}, 1)}
+	di := f.Apps().V1().Deployments()
+	pi := f.Core().V1().Pods()
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.event(obj) },
+		UpdateFunc: func(_, obj any) { o.event(obj) },
+		DeleteFunc: func(obj any) { o.event(obj) },
+	}
+	if _, err := di.Informer().AddEventHandler(h); err != nil {
+		return nil, fmt.Errorf("watch deployments of %s/%s: %w", namespace, service, err)
+	}
+	if _, err := pi.Informer().AddEventHandler(h); err != nil {
+		return nil, fmt.Errorf("watch pods of %s/%s: %w", namespace, service, err)
+	}
+	o.deps = di.Lister().Deployments(namespace)
+	o.pods = pi.Lister().Pods(namespace)
+
+	ictx, cancel := context.WithCancel(ctx)
+	o.stop = func() { cancel(); f.Shutdown() }
+	f.Start(ictx.Done())
+	for typ, ok := range f.WaitForCacheSync(ictx.Done()) {
+		if !ok {
+			o.close()
+			return nil, fmt.Errorf("sync %v informer for %s/%s: %w", typ, namespace, service, context.Cause(ctx))
+		}
+	}
+	return o, nil
+}
+
+func (o *observer) close() { o.stop() }
+
+func (o *observer) event(obj any) {
+	at := time.Now()
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o.mu.Lock()
+	if o.tracker != nil {
+		o.tracker.observe(at, obj)
+	}
+	o.mu.Unlock()
+	select {
+	case o.changed <- struct{}{}:
+	default:
+	}
+}
+
+// state lists the cached objects and applies AtZero.
+func (o *observer) state() (bool, string, error) {
+	deps, err := o.deps.List(labels.Everything())
+	if err != nil {
+		return false, "", err
+	}
+	pods, err := o.pods.List(labels.Everything())
+	if err != nil {
+		return false, "", err
+	}
+	ok, why := AtZero(deps, pods)
+	return ok, why, nil
+}
+
+// waitZero returns once the Service is at zero (AtZero on synced caches),
+// calling progress with each new reason it is not.
+func (o *observer) waitZero(ctx context.Context, progress func(string)) error {
+	last := ""
+	for {
+		ok, why, err := o.state()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if why != last && progress != nil {
+			progress(why)
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for zero: %w (last: %s)", context.Cause(ctx), why)
+		case <-o.changed:
+		}
+	}
+}
+
+// startTracking begins a measurement at t0: pods already cached are not
+// part of this cold start.
+func (o *observer) startTracking(t0 time.Time, container string) error {
+	pods, err := o.pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	t := newPhaseTracker(t0, container)
+	for _, p := range pods {
+		t.known[p.UID] = true
+	}
+	o.mu.Lock()
+	o.tracker = t
+	o.mu.Unlock()
+	return nil
+}
+
+// stopTracking ends the measurement and returns its tracker.
+func (o *observer) stopTracking() *phaseTracker {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.tracker
+	o.tracker = nil
+	return t
+}
+
+// trackedAll reports whether every watch phase has been seen.
+func (o *observer) trackedAll() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tracker != nil && o.tracker.complete()
+}
