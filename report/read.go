@@ -1,0 +1,407 @@
+// Package report turns coldstart's results files (JSON Lines written by
+// `coldstart run`, `coldstart density` and `steady run`, local or on
+// Knative) into a dated Markdown report with tables, plots and
+// recommendations derived from the figures, and into the benchstat text
+// format so two campaigns can be compared with `benchstat old.txt new.txt`.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Schema is the results-file schema this package reads; files naming
+// another one are skipped with a warning.
+const Schema = "coldstart/v1"
+
+// Provenance is a results file's first line: where, when and how the
+// campaign was measured (internal/provenance.Provenance plus the schema).
+type Provenance struct {
+	Schema      string            `json:"schema"`
+	Tool        string            `json:"tool"`
+	ToolVersion string            `json:"tool_version"`
+	Commit      string            `json:"commit"`
+	GoVersion   string            `json:"go_version"`
+	Host        string            `json:"host"`
+	Kernel      string            `json:"kernel"`
+	CPUModel    string            `json:"cpu_model"`
+	Cores       int               `json:"cores"`
+	MemBytes    int64             `json:"mem_bytes"`
+	CgroupMode  string            `json:"cgroup_mode"`
+	StartedAt   time.Time         `json:"started_at"`
+	Args        []string          `json:"args"`
+	Notes       map[string]string `json:"notes"`
+}
+
+// Artifact is one built arm (builds.Artifact, the fields a report uses).
+type Artifact struct {
+	Arm        string   `json:"arm"`
+	Path       string   `json:"path"`
+	SizeBytes  int64    `json:"size_bytes"`
+	BuildMs    float64  `json:"build_ms"`
+	Command    []string `json:"command"`
+	Flags      string   `json:"flags"`
+	GoVersion  string   `json:"go_version"`
+	SHA256     string   `json:"sha256"`
+	Cached     bool     `json:"cached"`
+	Digest     string   `json:"digest"`
+	UPXVersion string   `json:"upx_version"`
+}
+
+// Phase is a named time from spawn, in milliseconds (prober.Phase).
+type Phase struct {
+	Name string  `json:"name"`
+	Ms   float64 `json:"ms"`
+}
+
+// Sample is one cold start (prober.Sample).
+type Sample struct {
+	Arm          string  `json:"arm"`
+	Budget       string  `json:"budget"`
+	Run          int     `json:"run"`
+	Warmup       bool    `json:"warmup"`
+	FirstRPCMs   float64 `json:"first_rpc_ms"`
+	Phases       []Phase `json:"phases"`
+	StartupCPUMs float64 `json:"startup_cpu_ms"`
+	RSSBytes     int64   `json:"rss_bytes"`
+	PSSBytes     int64   `json:"pss_bytes"`
+	ProberCPUMs  float64 `json:"prober_cpu_ms"`
+	Attempts     int     `json:"attempts"`
+	Error        string  `json:"error"`
+}
+
+// Summary is one arm under one budget in a cold-start campaign
+// (campaign.Summary). Times are milliseconds from spawn.
+type Summary struct {
+	Arm          string             `json:"arm"`
+	Budget       string             `json:"budget"`
+	Runs         int                `json:"runs"`
+	MedianMs     float64            `json:"median_ms"`
+	P90Ms        float64            `json:"p90_ms"`
+	MinMs        float64            `json:"min_ms"`
+	MaxMs        float64            `json:"max_ms"`
+	StartedMs    float64            `json:"started_ms"`
+	AcceptingMs  float64            `json:"accepting_ms"`
+	StartupCPUMs float64            `json:"startup_cpu_ms"`
+	RSSBytes     int64              `json:"rss_bytes"`
+	PSSBytes     int64              `json:"pss_bytes"`
+	SizeBytes    int64              `json:"size_bytes"`
+	ProberCPUMs  float64            `json:"prober_cpu_ms"`
+	ProberCPUs   string             `json:"prober_cpus"`
+	Probe        string             `json:"probe"`
+	PhasesMs     map[string]float64 `json:"phases_ms"`
+	// FromSamples: the file held no summary for this arm and budget (an
+	// interrupted campaign); the report computed it from the samples.
+	FromSamples bool `json:"-"`
+}
+
+// DensitySample is one idle instance's memory (campaign.DensitySample).
+type DensitySample struct {
+	Arm          string `json:"arm"`
+	Budget       string `json:"budget"`
+	Instance     int    `json:"instance"`
+	PID          int    `json:"pid"`
+	RSSBytes     int64  `json:"rss_bytes"`
+	PSSBytes     int64  `json:"pss_bytes"`
+	PSSAnonBytes int64  `json:"pss_anon_bytes"`
+}
+
+// DensityRow is one arm's memory per idle instance (campaign.DensityRow):
+// medians over Instances instances running side by side.
+type DensityRow struct {
+	Arm           string `json:"arm"`
+	Budget        string `json:"budget"`
+	Instances     int    `json:"instances"`
+	PSSBytes      int64  `json:"pss_bytes"`
+	PSSAnonBytes  int64  `json:"pss_anon_bytes"`
+	RSSBytes      int64  `json:"rss_bytes"`
+	TotalPSSBytes int64  `json:"total_pss_bytes"`
+	TotalRSSBytes int64  `json:"total_rss_bytes"`
+	SizeBytes     int64  `json:"size_bytes"`
+}
+
+// SteadyRow is one measured steady-state step (steady.Row). Times are
+// microseconds; AllocBytesPerCall is nil when the server did not serve
+// runtime metrics.
+type SteadyRow struct {
+	Arm                string   `json:"arm"`
+	Budget             string   `json:"budget"`
+	Protocol           string   `json:"protocol"`
+	Scenario           string   `json:"scenario"`
+	PayloadBytes       int      `json:"payload_bytes"`
+	Concurrency        int      `json:"concurrency"`
+	Conns              int      `json:"conns"`
+	Depth              int      `json:"depth"`
+	RateReq            float64  `json:"rate_req_per_s"`
+	Calls              int64    `json:"calls"`
+	Seconds            float64  `json:"seconds"`
+	CallsPerS          float64  `json:"calls_per_s"`
+	P50Us              float64  `json:"p50_us"`
+	P90Us              float64  `json:"p90_us"`
+	P99Us              float64  `json:"p99_us"`
+	P999Us             float64  `json:"p999_us"`
+	MaxUs              float64  `json:"max_us"`
+	ServerCPUUsPerCall float64  `json:"server_cpu_us_per_call"`
+	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
+	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call"`
+	GoMaxProcs         int      `json:"gomaxprocs"`
+	PeakRSSBytes       int64    `json:"peak_rss_bytes"`
+	RSSBytes           int64    `json:"rss_bytes"`
+	PSSBytes           int64    `json:"pss_bytes"`
+	Errors             int64    `json:"errors"`
+	ErrorRate          float64  `json:"error_rate"`
+	FirstError         string   `json:"first_error"`
+}
+
+// SteadyKinds are the record kinds read as steady-state rows. steady run's
+// command had not settled its kind when this was written; every name it
+// may use is accepted.
+var SteadyKinds = []string{"steady", "row", "step", "steady_row"}
+
+// Campaign is one results file.
+type Campaign struct {
+	// File is the path read; Label its base name without .jsonl.
+	File, Label string
+	// Provenance is the zero value when the file had none.
+	Provenance     Provenance
+	Artifacts      []Artifact
+	Samples        []Sample
+	Summaries      []Summary
+	DensitySamples []DensitySample
+	Density        []DensityRow
+	Steady         []SteadyRow
+}
+
+// Knative reports whether the campaign ran on a cluster: its provenance
+// notes name one, or its command line says --on knative.
+func (c *Campaign) Knative() bool {
+	for k := range c.Provenance.Notes {
+		if strings.Contains(strings.ToLower(k), "cluster") || strings.Contains(strings.ToLower(k), "knative") {
+			return true
+		}
+	}
+	args := c.Provenance.Args
+	for i, a := range args {
+		if a == "--on=knative" || (a == "--on" && i+1 < len(args) && args[i+1] == "knative") {
+			return true
+		}
+	}
+	return false
+}
+
+// Warning is a line of input the report could not use.
+type Warning struct {
+	File string
+	Line int // 0: the whole file
+	Msg  string
+}
+
+func (w Warning) String() string {
+	if w.Line == 0 {
+		return w.File + ": " + w.Msg
+	}
+	return fmt.Sprintf("%s:%d: %s", w.File, w.Line, w.Msg)
+}
+
+// Report is every campaign read, and what could not be read.
+type Report struct {
+	Campaigns []*Campaign
+	Warnings  []Warning
+}
+
+// Load reads results files. A directory stands for the *.jsonl files in
+// it, in name order. A file that cannot be opened is an error; a line
+// that cannot be used (truncated, hand-edited, an unknown kind, another
+// schema) is a Warning, and reading goes on.
+func Load(paths ...string) (*Report, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("read results: %w", err)
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		m, err := filepath.Glob(filepath.Join(p, "*.jsonl"))
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", p, err)
+		}
+		sort.Strings(m)
+		files = append(files, m...)
+	}
+	r := &Report{}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, fmt.Errorf("read results: %w", err)
+		}
+		c, ws, err := Read(f, fh)
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.Warnings = append(r.Warnings, ws...)
+		if c != nil {
+			r.Campaigns = append(r.Campaigns, c)
+		}
+	}
+	return r, nil
+}
+
+// Read reads one results file from rd; name labels it in warnings. It
+// returns a nil Campaign (and a warning) for a file of another schema or
+// with nothing in it to report; the error is for rd failing.
+func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
+	c := &Campaign{File: name, Label: strings.TrimSuffix(filepath.Base(name), ".jsonl")}
+	var ws []Warning
+	warn := func(line int, format string, args ...any) {
+		ws = append(ws, Warning{File: name, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	n, records := 0, 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var head struct {
+			Kind   *string `json:"kind"`
+			Schema string  `json:"schema"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			warn(n, "skipped: %v", jsonErr(err))
+			continue
+		}
+		if head.Kind == nil {
+			warn(n, `skipped: no "kind"`)
+			continue
+		}
+		kind := *head.Kind
+		var err error
+		switch {
+		case kind == "provenance":
+			if head.Schema != Schema {
+				warn(n, "schema %q, want %q: file skipped", head.Schema, Schema)
+				return nil, ws, nil
+			}
+			if n != 1 && records > 0 {
+				warn(n, "provenance after records: using it for the whole file")
+			}
+			err = json.Unmarshal(line, &c.Provenance)
+		case kind == "artifact":
+			err = add(line, &c.Artifacts)
+		case kind == "sample":
+			err = add(line, &c.Samples)
+		case kind == "summary":
+			err = add(line, &c.Summaries)
+		case kind == "density_sample":
+			err = add(line, &c.DensitySamples)
+		case kind == "density":
+			err = add(line, &c.Density)
+		case contains(SteadyKinds, kind):
+			err = add(line, &c.Steady)
+		default:
+			warn(n, "skipped: unknown kind %q", kind)
+			continue
+		}
+		if err != nil {
+			warn(n, "skipped %s record: %v", kind, jsonErr(err))
+			continue
+		}
+		if kind != "provenance" {
+			records++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, ws, fmt.Errorf("read %s: %w", name, err)
+	}
+	if c.Provenance.Schema == "" {
+		warn(0, "no provenance line: where and when it was measured is unknown")
+	}
+	if records == 0 {
+		warn(0, "no records to report")
+		return nil, ws, nil
+	}
+	c.fillSummaries()
+	return c, ws, nil
+}
+
+func add[T any](line []byte, to *[]T) error {
+	var v T
+	if err := json.Unmarshal(line, &v); err != nil {
+		return err
+	}
+	*to = append(*to, v)
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonErr shortens json's errors, which name Go types, to what a reader
+// of the file can act on.
+func jsonErr(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case asErr(err, &te):
+		return fmt.Sprintf("field %q holds a JSON %s", te.Field, te.Value)
+	case asErr(err, &se):
+		return "not valid JSON (truncated or hand-edited?): " + se.Error()
+	case err == io.ErrUnexpectedEOF || strings.Contains(err.Error(), "unexpected end of JSON input"):
+		return "not valid JSON (truncated?)"
+	}
+	return err.Error()
+}
+
+// fillSummaries computes the summary of every arm and budget that has
+// counted samples but no summary record: the campaign was interrupted
+// before it wrote them.
+func (c *Campaign) fillSummaries() {
+	have := map[[2]string]bool{}
+	for _, s := range c.Summaries {
+		have[[2]string{s.Arm, s.Budget}] = true
+	}
+	groups := map[[2]string][]Sample{}
+	var order [][2]string
+	for _, s := range c.Samples {
+		k := [2]string{s.Arm, s.Budget}
+		if have[k] {
+			continue
+		}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	size := map[string]int64{}
+	for _, a := range c.Artifacts {
+		size[a.Arm] = a.SizeBytes
+	}
+	for _, k := range order {
+		s := summarize(groups[k])
+		if s.Runs == 0 {
+			continue
+		}
+		s.Arm, s.Budget, s.SizeBytes, s.FromSamples = k[0], k[1], size[k[0]], true
+		c.Summaries = append(c.Summaries, s)
+	}
+}

@@ -1,0 +1,461 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Recommendation is one conclusion drawn from the figures, with the rows it
+// rests on ("coldstart static/cpus=0", "density upx/max") and those of them
+// that are doubted.
+type Recommendation struct {
+	Text    string
+	Rows    []string
+	Doubted []string
+}
+
+// String renders the recommendation as one Markdown list item's text.
+func (r Recommendation) String() string {
+	s := r.Text + " (rows: " + strings.Join(r.Rows, ", ") + ")."
+	if len(r.Doubted) > 0 {
+		s += " Rests on doubted rows (" + strings.Join(r.Doubted, ", ") + "): rerun on a quiet host before acting on it."
+	}
+	return s
+}
+
+// ref names a campaign's kind in citations: "coldstart", or "coldstart#2"
+// when the report holds more than one cold-start campaign.
+func (r *Report) ref(c *Campaign, kind string) string {
+	var of []*Campaign
+	for _, x := range r.Campaigns {
+		switch {
+		case kind == "coldstart" && len(x.Summaries) > 0,
+			kind == "density" && len(x.Density) > 0,
+			kind == "steady" && len(x.Steady) > 0:
+			of = append(of, x)
+		}
+	}
+	if len(of) <= 1 {
+		return kind
+	}
+	for i, x := range of {
+		if x == c {
+			return fmt.Sprintf("%s#%d", kind, i+1)
+		}
+	}
+	return kind
+}
+
+type cite struct {
+	rows, doubted []string
+}
+
+func (c *cite) add(ref, doubt string) {
+	for _, r := range c.rows {
+		if r == ref {
+			return
+		}
+	}
+	c.rows = append(c.rows, ref)
+	if doubt != "" {
+		c.doubted = append(c.doubted, ref)
+	}
+}
+
+func (c *cite) rec(format string, args ...any) Recommendation {
+	return Recommendation{Text: fmt.Sprintf(format, args...), Rows: c.rows, Doubted: c.doubted}
+}
+
+// densityFor finds the density row of arm, preferring one measured under
+// budget.
+func (r *Report) densityFor(arm, budget string) (*Campaign, DensityRow, bool) {
+	var fc *Campaign
+	var found DensityRow
+	for _, c := range r.Campaigns {
+		for _, d := range c.Density {
+			if d.Arm != arm {
+				continue
+			}
+			if d.Budget == budget {
+				return c, d, true
+			}
+			if fc == nil {
+				fc, found = c, d
+			}
+		}
+	}
+	return fc, found, fc != nil
+}
+
+// budgetsOf lists the budgets of rows in first-seen order.
+func budgetsOf[T any](rows []T, budget func(T) string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range rows {
+		if b := budget(x); !seen[b] {
+			seen[b] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Recommendations derives conclusions from the campaigns: the fastest
+// start under each budget and what it costs in memory, the densest arm, the
+// least server CPU per call and the most calls per second, gRPC against
+// REST, and whether one arm wins both start and density. Each cites its
+// rows; nothing is said that the data does not show.
+func (r *Report) Recommendations() []Recommendation {
+	var out []Recommendation
+	// winners: per cold-start campaign and budget, the fastest arm and the
+	// arms that start alike with it.
+	type win struct {
+		ref, budget string
+		arms        []string
+	}
+	var wins []win
+	for _, c := range r.Campaigns {
+		cs := r.ref(c, "coldstart")
+		for _, b := range budgetsOf(c.Summaries, func(s Summary) string { return s.Budget }) {
+			var ss []Summary
+			for _, s := range c.Summaries {
+				if s.Budget == b && s.Runs > 0 {
+					ss = append(ss, s)
+				}
+			}
+			if len(ss) < 2 {
+				continue
+			}
+			sort.SliceStable(ss, func(i, j int) bool { return ss[i].MedianMs < ss[j].MedianMs })
+			f, n, slow := ss[0], ss[1], ss[len(ss)-1]
+			w := win{ref: cs, budget: b, arms: []string{f.Arm}}
+			for _, s := range ss[1:] {
+				if alike(f, s) {
+					w.arms = append(w.arms, s.Arm)
+				}
+			}
+			wins = append(wins, w)
+			var ct cite
+			ct.add(cs+" "+f.Arm+"/"+b, f.Doubt())
+			ct.add(cs+" "+n.Arm+"/"+b, n.Doubt())
+			var text string
+			if alike(f, n) {
+				text = fmt.Sprintf("Under %s, %s and %s start alike (%s vs %s ms median, within 10%% and ranges overlap)", b, f.Arm, n.Arm, ms(f.MedianMs), ms(n.MedianMs))
+			} else {
+				text = fmt.Sprintf("Under %s, %s starts fastest, %.1f× faster than %s (%s vs %s ms median)", b, f.Arm, n.MedianMs/f.MedianMs, n.Arm, ms(f.MedianMs), ms(n.MedianMs))
+			}
+			dcf, df, okf := r.densityFor(f.Arm, b)
+			dcn, dn, okn := r.densityFor(n.Arm, b)
+			if okf && okn {
+				ct.add(r.ref(dcf, "density")+" "+f.Arm+"/"+df.Budget, dcf.densityDoubt(df))
+				ct.add(r.ref(dcn, "density")+" "+n.Arm+"/"+dn.Budget, dcn.densityDoubt(dn))
+				d := float64(df.PSSBytes - dn.PSSBytes)
+				switch {
+				case math.Abs(d) < 0.05*float64(max(df.PSSBytes, dn.PSSBytes)):
+					text += fmt.Sprintf("; both take the same PSS per idle instance (%s vs %s)", mib(df.PSSBytes), mib(dn.PSSBytes))
+				case d > 0:
+					text += fmt.Sprintf("; %s costs %s more PSS per idle instance than %s (%s vs %s)", f.Arm, mib(int64(d)), n.Arm, mib(df.PSSBytes), mib(dn.PSSBytes))
+				default:
+					text += fmt.Sprintf("; %s also takes %s less PSS per idle instance than %s (%s vs %s)", f.Arm, mib(int64(-d)), n.Arm, mib(df.PSSBytes), mib(dn.PSSBytes))
+				}
+			}
+			if f.SizeBytes > 0 && n.SizeBytes > 0 && f.SizeBytes != n.SizeBytes {
+				text += fmt.Sprintf(" and its binary is %s against %s", mib(f.SizeBytes), mib(n.SizeBytes))
+			}
+			if slow.Arm != n.Arm {
+				ct.add(cs+" "+slow.Arm+"/"+b, slow.Doubt())
+				text += fmt.Sprintf("; %s is slowest at %s ms median (%.1f× %s)", slow.Arm, ms(slow.MedianMs), slow.MedianMs/f.MedianMs, f.Arm)
+			}
+			out = append(out, ct.rec("%s", text))
+		}
+	}
+	// Does the winner change with the budget? Only distinct winners count:
+	// a budget where several arms start alike agrees with any of them.
+	if len(wins) > 1 {
+		common := map[string]int{}
+		for _, w := range wins {
+			for _, a := range w.arms {
+				common[a]++
+			}
+		}
+		shared := false
+		for _, n := range common {
+			if n == len(wins) {
+				shared = true
+			}
+		}
+		if !shared {
+			var ct cite
+			var parts []string
+			for _, w := range wins {
+				parts = append(parts, strings.Join(w.arms, "/")+" under "+w.budget+" ("+w.ref+")")
+				for _, a := range w.arms {
+					ct.add(w.ref+" "+a+"/"+w.budget, "")
+				}
+			}
+			out = append(out, ct.rec("The fastest-starting arm changes with the budget: %s; choose the build for the budget your pods get", strings.Join(parts, ", ")))
+		}
+	}
+
+	densest := ""
+	var densestCite cite
+	for _, c := range r.Campaigns {
+		if len(c.Density) < 2 {
+			continue
+		}
+		ds := r.ref(c, "density")
+		rows := append([]DensityRow(nil), c.Density...)
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].PSSBytes < rows[j].PSSBytes })
+		d, w := rows[0], rows[len(rows)-1]
+		if d.PSSBytes <= 0 {
+			continue
+		}
+		densest = d.Arm
+		var ct cite
+		ct.add(ds+" "+d.Arm+"/"+d.Budget, c.densityDoubt(d))
+		ct.add(ds+" "+w.Arm+"/"+w.Budget, c.densityDoubt(w))
+		densestCite = cite{rows: []string{ds + " " + d.Arm + "/" + d.Budget}}
+		text := fmt.Sprintf("%s packs densest: %s PSS per idle instance against %s for %s (%.1f×); 1 GiB holds about %d idle %s instances or %d %s",
+			d.Arm, mib(d.PSSBytes), mib(w.PSSBytes), w.Arm, float64(w.PSSBytes)/float64(d.PSSBytes),
+			(1<<30)/d.PSSBytes, d.Arm, (1<<30)/max(w.PSSBytes, 1), w.Arm)
+		if d.RSSBytes > w.RSSBytes {
+			text += fmt.Sprintf("; RSS ranks them the other way (%s vs %s): RSS counts shared pages in full for every instance, PSS divides them", mib(d.RSSBytes), mib(w.RSSBytes))
+		}
+		out = append(out, ct.rec("%s", text))
+	}
+	if densest != "" && len(wins) > 0 {
+		var agree, differ []string
+		ct := densestCite
+		for _, w := range wins {
+			if contains(w.arms, densest) {
+				agree = append(agree, w.budget+" ("+w.ref+")")
+				ct.add(w.ref+" "+densest+"/"+w.budget, "")
+			} else {
+				differ = append(differ, strings.Join(w.arms, "/")+" under "+w.budget+" ("+w.ref+")")
+				for _, a := range w.arms {
+					ct.add(w.ref+" "+a+"/"+w.budget, "")
+				}
+			}
+		}
+		if len(differ) == 0 {
+			out = append(out, ct.rec("No trade-off: %s packs densest and starts fastest (or alike with the fastest) under every budget measured: %s", densest, strings.Join(agree, ", ")))
+		} else {
+			out = append(out, ct.rec("Trade-off: %s packs densest, but the fastest start is %s; choose by what costs you more, first-request latency after scale-from-zero or idle memory", densest, strings.Join(differ, ", ")))
+		}
+	}
+
+	for _, c := range r.Campaigns {
+		out = append(out, r.steadyRecs(c)...)
+	}
+	return out
+}
+
+type shape struct {
+	scenario             string
+	payload, conc, conns int
+	depth                int
+	rate                 float64
+}
+
+func shapeOf(s SteadyRow) shape {
+	return shape{s.Scenario, s.PayloadBytes, s.Concurrency, s.Conns, s.Depth, s.RateReq}
+}
+
+func (s shape) String() string {
+	out := fmt.Sprintf("%s %dB c%d", s.scenario, s.payload, s.conc)
+	if s.conns > 1 {
+		out += fmt.Sprintf(" conns%d", s.conns)
+	}
+	if s.rate > 0 {
+		out += fmt.Sprintf(" %.0f/s", s.rate)
+	}
+	return out
+}
+
+func (r *Report) steadyRecs(c *Campaign) []Recommendation {
+	if len(c.Steady) == 0 {
+		return nil
+	}
+	st := r.ref(c, "steady")
+	var out []Recommendation
+	type bp struct{ budget, proto string }
+	var groups []bp
+	seen := map[bp]bool{}
+	for _, s := range c.Steady {
+		k := bp{s.Budget, s.Protocol}
+		if !seen[k] {
+			seen[k] = true
+			groups = append(groups, k)
+		}
+	}
+	for _, g := range groups {
+		byArm := map[string]map[shape]SteadyRow{}
+		var arms []string
+		for _, s := range c.Steady {
+			if s.Budget != g.budget || s.Protocol != g.proto || s.CallsPerS <= 0 {
+				continue
+			}
+			if byArm[s.Arm] == nil {
+				byArm[s.Arm] = map[shape]SteadyRow{}
+				arms = append(arms, s.Arm)
+			}
+			byArm[s.Arm][shapeOf(s)] = s
+		}
+		if len(arms) < 2 {
+			continue
+		}
+		var common []shape
+		for sh := range byArm[arms[0]] {
+			all := true
+			for _, a := range arms[1:] {
+				if _, ok := byArm[a][sh]; !ok {
+					all = false
+				}
+			}
+			if all {
+				common = append(common, sh)
+			}
+		}
+		if len(common) == 0 {
+			continue
+		}
+		sort.Slice(common, func(i, j int) bool { return common[i].String() < common[j].String() })
+		var names []string
+		for _, sh := range common {
+			names = append(names, sh.String())
+		}
+		geo := func(a string, f func(SteadyRow) float64) float64 {
+			sum := 0.0
+			for _, sh := range common {
+				sum += math.Log(math.Max(f(byArm[a][sh]), 1e-9))
+			}
+			return math.Exp(sum / float64(len(common)))
+		}
+		cpu := func(s SteadyRow) float64 { return s.ServerCPUUsPerCall }
+		sorted := append([]string(nil), arms...)
+		sort.SliceStable(sorted, func(i, j int) bool { return geo(sorted[i], cpu) < geo(sorted[j], cpu) })
+		b, w := sorted[0], sorted[len(sorted)-1]
+		var ct cite
+		for _, a := range []string{b, w} {
+			for _, sh := range common {
+				ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, a, g.budget, g.proto, sh), byArm[a][sh].Doubt())
+			}
+		}
+		if ratio := geo(w, cpu) / geo(b, cpu); ratio < SameWithin {
+			out = append(out, ct.rec("Under %s over %s, the arms spend the same server CPU per call within %.0f%% (%s: %s µs, %s: %s µs; geometric mean over %s)",
+				g.budget, g.proto, 100*(SameWithin-1), b, us(geo(b, cpu)), w, us(geo(w, cpu)), strings.Join(names, "; ")))
+		} else {
+			out = append(out, ct.rec("Under %s over %s, %s spends the least server CPU per call: %s µs against %s µs for %s (%.2f×, geometric mean over %s)",
+				g.budget, g.proto, b, us(geo(b, cpu)), us(geo(w, cpu)), w, ratio, strings.Join(names, "; ")))
+		}
+
+		// Throughput: the common closed-loop step with the most calls in flight.
+		var top *shape
+		for i, sh := range common {
+			if sh.scenario != "throughput" && sh.scenario != "stream" {
+				continue
+			}
+			if top == nil || sh.conc > top.conc || (sh.conc == top.conc && sh.scenario == "throughput") {
+				top = &common[i]
+			}
+		}
+		if top != nil {
+			sort.SliceStable(sorted, func(i, j int) bool {
+				return byArm[sorted[i]][*top].CallsPerS > byArm[sorted[j]][*top].CallsPerS
+			})
+			hi, lo := byArm[sorted[0]][*top], byArm[sorted[len(sorted)-1]][*top]
+			var ct cite
+			ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, hi.Arm, g.budget, g.proto, top), hi.Doubt())
+			ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, lo.Arm, g.budget, g.proto, top), lo.Doubt())
+			if ratio := hi.CallsPerS / lo.CallsPerS; ratio < SameWithin {
+				out = append(out, ct.rec("Under %s over %s at %d calls in flight, the arms serve the same within %.0f%% (%s: %.0f calls/s, %s: %.0f calls/s)",
+					g.budget, g.proto, top.conc, 100*(SameWithin-1), hi.Arm, hi.CallsPerS, lo.Arm, lo.CallsPerS))
+			} else {
+				out = append(out, ct.rec("Under %s over %s at %d calls in flight, %s serves the most: %.0f calls/s against %.0f for %s (%.2f×), p99 %s vs %s µs",
+					g.budget, g.proto, top.conc, hi.Arm, hi.CallsPerS, lo.CallsPerS, lo.Arm, ratio, us(hi.P99Us), us(lo.P99Us)))
+			}
+		}
+	}
+	out = append(out, r.protocolRecs(c, st)...)
+	return out
+}
+
+// protocolRecs compares gRPC with each HTTP protocol on matching steps.
+func (r *Report) protocolRecs(c *Campaign, st string) []Recommendation {
+	var out []Recommendation
+	for _, p := range pairs(c) {
+		g, h := p[0], p[1]
+		var ct cite
+		ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, g.Arm, g.Budget, g.Protocol, shapeOf(g)), g.Doubt())
+		ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, h.Arm, h.Budget, h.Protocol, shapeOf(h)), h.Doubt())
+		faster := "gRPC"
+		ratio := h.P50Us / g.P50Us
+		if ratio < 1 {
+			faster, ratio = h.Protocol, 1/ratio
+		}
+		out = append(out, ct.rec("For %s under %s (%s), %s answers %.1f× sooner at p50: gRPC %s µs vs %s %s µs, at %s vs %s µs server CPU per call and %.0f vs %.0f calls/s",
+			g.Arm, g.Budget, shapeOf(g), faster, ratio, us(g.P50Us), h.Protocol, us(h.P50Us), us(g.ServerCPUUsPerCall), us(h.ServerCPUUsPerCall), g.CallsPerS, h.CallsPerS))
+	}
+	return out
+}
+
+// pairs matches each gRPC row with the other protocols' rows of the same
+// arm, budget, scenario, payload and concurrency; only the first arm's
+// sequential step (or its first step) per budget, to keep the list short.
+func pairs(c *Campaign) [][2]SteadyRow {
+	var out [][2]SteadyRow
+	done := map[string]bool{}
+	for _, pref := range []string{"sequential", ""} {
+		for _, g := range c.Steady {
+			if g.Protocol != "grpc" || (pref != "" && g.Scenario != pref) || done[g.Budget] {
+				continue
+			}
+			found := false
+			for _, h := range c.Steady {
+				if h.Protocol == "grpc" || h.Arm != g.Arm || h.Budget != g.Budget || h.Scenario != g.Scenario ||
+					h.PayloadBytes != g.PayloadBytes || h.Concurrency != g.Concurrency || g.P50Us <= 0 || h.P50Us <= 0 {
+					continue
+				}
+				out = append(out, [2]SteadyRow{g, h})
+				found = true
+			}
+			if found {
+				done[g.Budget] = true
+			}
+		}
+	}
+	return out
+}
+
+// alike: two cold-start rows whose medians are within 10% and whose
+// ranges overlap are not told apart.
+func alike(a, b Summary) bool {
+	lo, hi := a, b
+	if hi.MedianMs < lo.MedianMs {
+		lo, hi = hi, lo
+	}
+	return hi.MedianMs < 1.1*lo.MedianMs && lo.MaxMs >= hi.MinMs
+}
+
+// SameWithin: steady figures of two arms closer than this ratio are
+// reported as the same; a steady step is one measurement, without a range
+// to judge noise by.
+const SameWithin = 1.05
+
+func ms(v float64) string {
+	switch {
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func us(v float64) string { return ms(v) }
+
+func mib(b int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
