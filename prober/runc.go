@@ -233,12 +233,12 @@ type container struct {
 	log                         io.Writer
 	procRoot, cgroupRoot        string
 
-	t0                              time.Time
-	bundleReady, created, started   time.Duration
-	pid                             int
-	pidfd                           int
-	stderrPath                      string
-	cgroupCPU, cgroupMem, cgroupUni string // cgroup paths below cgroupRoot, found at start
+	t0                            time.Time
+	bundleReady, created, started time.Duration
+	pid                           int
+	pidfd                         int
+	stderrPath                    string
+	cg                            cgroupFiles
 
 	done    chan struct{}
 	mu      sync.Mutex
@@ -309,7 +309,7 @@ func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
 			unix.Close(c.pidfd)
 		}
 	}()
-	c.findCgroups()
+	c.cg = findCgroups(c.procRoot, c.cgroupRoot, c.pid)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -465,12 +465,18 @@ func (c *container) stderrTail() string {
 	return t.Quote()
 }
 
-// findCgroups records the container's cgroup paths from /proc/PID/cgroup,
-// so Usage can read them.
-func (c *container) findCgroups() {
-	f, err := os.Open(filepath.Join(c.procRoot, strconv.Itoa(c.pid), "cgroup"))
+// cgroupFiles are one process's cgroup directories, found from
+// /proc/PID/cgroup while it runs, so that Usage can read them.
+type cgroupFiles struct {
+	root          string // the cgroup mount root, /sys/fs/cgroup
+	cpu, mem, uni string // v1 cpuacct and memory dirs, v2 dir, below root
+}
+
+func findCgroups(procRoot, cgroupRoot string, pid int) cgroupFiles {
+	cg := cgroupFiles{root: cgroupRoot}
+	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
 	if err != nil {
-		return
+		return cg
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -483,31 +489,32 @@ func (c *container) findCgroups() {
 		for _, ctrl := range strings.Split(parts[1], ",") {
 			switch ctrl {
 			case "cpuacct":
-				c.cgroupCPU = filepath.Join("cpuacct", parts[2])
+				cg.cpu = filepath.Join("cpuacct", parts[2])
 			case "memory":
-				c.cgroupMem = filepath.Join("memory", parts[2])
+				cg.mem = filepath.Join("memory", parts[2])
 			case "":
 				if parts[0] == "0" {
-					c.cgroupUni = parts[2]
+					cg.uni = parts[2]
 				}
 			}
 		}
 	}
+	return cg
 }
 
-// Usage reads the container's cgroup: CPU time (v1 cpuacct.usage, ns; v2
-// cpu.stat usage_usec) and peak memory (v1 memory.max_usage_in_bytes, v2
-// memory.peak), and OOM kills. It is zero where the file is missing, and
-// after the container is deleted (when it has exited).
-func (c *container) Usage() (budget.Usage, error) {
+// usage reads the cgroup's CPU time (v1 cpuacct.usage, ns; v2 cpu.stat
+// usage_usec), peak memory (v1 memory.max_usage_in_bytes, v2 memory.peak)
+// and OOM kills. Each is zero where its file is missing, and once the cgroup
+// is gone.
+func (cg cgroupFiles) usage() budget.Usage {
 	var u budget.Usage
-	if c.cgroupCPU != "" {
-		if v, err := readInt(filepath.Join(c.cgroupRoot, c.cgroupCPU, "cpuacct.usage")); err == nil {
+	if cg.cpu != "" {
+		if v, err := readInt(filepath.Join(cg.root, cg.cpu, "cpuacct.usage")); err == nil {
 			u.CPUSeconds = float64(v) / 1e9
 		}
 	}
-	if c.cgroupMem != "" {
-		dir := filepath.Join(c.cgroupRoot, c.cgroupMem)
+	if cg.mem != "" {
+		dir := filepath.Join(cg.root, cg.mem)
 		if v, err := readInt(filepath.Join(dir, "memory.max_usage_in_bytes")); err == nil {
 			u.MemPeakBytes = v
 		}
@@ -515,9 +522,9 @@ func (c *container) Usage() (budget.Usage, error) {
 			u.OOMKills = int(v)
 		}
 	}
-	if c.cgroupCPU == "" && c.cgroupMem == "" && c.cgroupUni != "" {
+	if cg.cpu == "" && cg.mem == "" && cg.uni != "" {
 		// Pure cgroup v2.
-		dir := filepath.Join(c.cgroupRoot, c.cgroupUni)
+		dir := filepath.Join(cg.root, cg.uni)
 		if v, ok := readKey(filepath.Join(dir, "cpu.stat"), "usage_usec"); ok {
 			u.CPUSeconds = float64(v) / 1e6
 		}
@@ -528,8 +535,12 @@ func (c *container) Usage() (budget.Usage, error) {
 			u.OOMKills = int(v)
 		}
 	}
-	return u, nil
+	return u
 }
+
+// Usage reads the container's cgroup (see cgroupFiles.usage): zero after the
+// container is deleted, which happens as soon as it exits.
+func (c *container) Usage() (budget.Usage, error) { return c.cg.usage(), nil }
 
 func readInt(path string) (int64, error) {
 	b, err := os.ReadFile(path)

@@ -338,3 +338,38 @@ func TestRuncBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestEngineUnavailable(t *testing.T) {
+	if _, err := prober.NewEngine("lxc"); err == nil || !strings.Contains(err.Error(), "docker or podman") {
+		t.Errorf("NewEngine(lxc) = %v, want the accepted names", err)
+	}
+	t.Run("no binary", func(t *testing.T) {
+		e := &prober.Engine{Name: "podman", Binary: "/nonexistent/podman"}
+		_, err := e.Launch(context.Background(), prober.Spec{Arm: "image", Path: "unused"})
+		if !errors.Is(err, prober.ErrNoRuntime) || !strings.Contains(err.Error(), "/nonexistent/podman not found") || !strings.Contains(err.Error(), "runc") {
+			t.Errorf("Launch = %v, want ErrNoRuntime naming the binary and the runc alternative", err)
+		}
+	})
+	t.Run("docker without daemon", func(t *testing.T) {
+		if _, err := exec.LookPath("docker"); err != nil {
+			t.Skip("docker CLI not installed")
+		}
+		if exec.Command("docker", "info").Run() == nil {
+			t.Skip("a docker daemon answers here")
+		}
+		e, err := prober.NewEngine("docker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.Check(context.Background())
+		t.Logf("Check: %v", err)
+		for _, want := range []string{"docker", "no working engine", "`docker info` failed", "start its daemon", "runc runtime"} {
+			if !errors.Is(err, prober.ErrNoRuntime) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Check() = %v, want ErrNoRuntime mentioning %q", err, want)
+			}
+		}
+		if _, err := e.Launch(context.Background(), prober.Spec{Arm: "image", Path: "unused"}); !errors.Is(err, prober.ErrNoRuntime) {
+			t.Errorf("Launch = %v, want ErrNoRuntime", err)
+		}
+	})
+}
