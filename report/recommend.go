@@ -162,7 +162,7 @@ func (r *Report) Recommendations() []Recommendation {
 				}
 			}
 			if f.SizeBytes > 0 && n.SizeBytes > 0 && f.SizeBytes != n.SizeBytes {
-				text += fmt.Sprintf(" and its binary is %s against %s", mib(f.SizeBytes), mib(n.SizeBytes))
+				text += fmt.Sprintf("; binaries: %s %s, %s %s", f.Arm, mib(f.SizeBytes), n.Arm, mib(n.SizeBytes))
 			}
 			if slow.Arm != n.Arm {
 				ct.add(cs+" "+slow.Arm+"/"+b, slow.Doubt())

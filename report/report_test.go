@@ -1,0 +1,379 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/perf/benchfmt"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// golden compares got with testdata/<TestName>.golden, or rewrites it.
+func golden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", t.Name()+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func load(t *testing.T, paths ...string) *Report {
+	t.Helper()
+	r, err := Load(paths...)
+	if err != nil {
+		t.Fatalf("Load(%q) = %v", paths, err)
+	}
+	return r
+}
+
+func TestMarkdown(t *testing.T) {
+	r := load(t, "testdata")
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings from the good fixtures: %v", r.Warnings)
+	}
+	plots, err := r.Plots(t.TempDir())
+	if err != nil {
+		t.Fatalf("Plots() = %v", err)
+	}
+	var b bytes.Buffer
+	if err := r.Markdown(&b, MarkdownOptions{Title: "Performance", Plots: plots, PlotsRel: "plots"}); err != nil {
+		t.Fatalf("Markdown() = %v", err)
+	}
+	golden(t, b.Bytes())
+}
+
+func TestBenchstat(t *testing.T) {
+	r := load(t, "testdata")
+	var b bytes.Buffer
+	if err := r.Benchstat(&b); err != nil {
+		t.Fatalf("Benchstat() = %v", err)
+	}
+	golden(t, b.Bytes())
+
+	// Every line reads back as a result, and names keep their budget
+	// whole (cpus=0-1 must not turn into GOMAXPROCS 1).
+	want := 0
+	for _, c := range r.Campaigns {
+		for _, s := range c.Samples {
+			if !s.Warmup && s.Error == "" {
+				want++
+			}
+		}
+		want += len(c.DensitySamples) + len(c.Steady)
+	}
+	rd := benchfmt.NewReader(bytes.NewReader(b.Bytes()), "report.txt")
+	n := 0
+	budgets := map[string]bool{}
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			t.Errorf("benchfmt: %v", rec)
+		case *benchfmt.Result:
+			n++
+			if !strings.HasPrefix(string(rec.Name), "ColdStart/") && !strings.HasPrefix(string(rec.Name), "IdleInstance/") && !strings.HasPrefix(string(rec.Name), "Steady/") {
+				t.Errorf("result name %q", rec.Name)
+			}
+			_, parts := rec.Name.Parts()
+			for _, p := range parts {
+				if strings.HasPrefix(string(p), "-") {
+					t.Errorf("%s: read a GOMAXPROCS suffix %q", rec.Name, p)
+				}
+				if b, ok := strings.CutPrefix(string(p), "/budget="); ok {
+					budgets[b] = true
+				}
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Errorf("benchfmt read %d results, want %d (one per counted sample, idle instance and steady step)", n, want)
+	}
+	for _, b := range []string{"cpus=0", "cpus=0-1", "cores=0.5", "cores=1", "max"} {
+		if !budgets[b] {
+			t.Errorf("no result with budget=%s (have %v)", b, budgets)
+		}
+	}
+}
+
+// TestBenchstatCompares runs the real benchstat (golang.org/x/perf at the
+// version in go.mod) on two campaigns, the second with upx 20% faster.
+func TestBenchstatCompares(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds benchstat")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "benchstat")
+	build := exec.Command(gobin, "build", "-o", bin, "golang.org/x/perf/cmd/benchstat")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Skipf("build benchstat: %v\n%s", err, out)
+	}
+	r := load(t, "testdata/20261130-030000_coldstart.jsonl")
+	var old, nu bytes.Buffer
+	if err := r.Benchstat(&old); err != nil {
+		t.Fatal(err)
+	}
+	c := r.Campaigns[0]
+	c.Provenance.Commit = "0123456789abcdef" // another commit must still compare
+	for i := range c.Samples {
+		if c.Samples[i].Arm == "upx" {
+			c.Samples[i].FirstRPCMs *= 0.8
+		}
+	}
+	if err := r.Benchstat(&nu); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"old.txt": old.Bytes(), "new.txt": nu.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "old.txt", "new.txt")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("benchstat old.txt new.txt: %v\n%s", err, out)
+	}
+	var upx, static string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "ColdStart/budget=cpus=0/arm=upx ") && upx == "" {
+			upx = line
+		}
+		if strings.HasPrefix(line, "ColdStart/budget=cpus=0/arm=static ") && static == "" {
+			static = line
+		}
+	}
+	if !strings.Contains(upx, "-20.00%") {
+		t.Errorf("benchstat's upx row = %q, want -20.00%%; output:\n%s", upx, out)
+	}
+	if !strings.Contains(static, "~") {
+		t.Errorf("benchstat's static row = %q, want ~ (no change); output:\n%s", static, out)
+	}
+}
+
+func TestPlots(t *testing.T) {
+	r := load(t, "testdata")
+	dir := t.TempDir()
+	plots, err := r.Plots(dir)
+	if err != nil {
+		t.Fatalf("Plots() = %v", err)
+	}
+	// 2 budgets local + 1 Knative CDF, 1 density, 2 latency + throughput + CPU per call.
+	if len(plots) != 8 {
+		t.Errorf("Plots() wrote %d plots, want 8: %+v", len(plots), plots)
+	}
+	for _, p := range plots {
+		f, err := os.Open(filepath.Join(dir, p.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, paths, err := parseSVG(f)
+		f.Close()
+		if err != nil {
+			t.Errorf("%s: not valid XML: %v", p.File, err)
+			continue
+		}
+		if root != "svg" || paths < 3 {
+			t.Errorf("%s: root <%s>, %d paths; want an <svg> with something drawn", p.File, root, paths)
+		}
+	}
+}
+
+func parseSVG(r io.Reader) (root string, paths int, err error) {
+	d := xml.NewDecoder(r)
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return root, paths, nil
+		}
+		if err != nil {
+			return root, paths, err
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			if se.Name.Local == "path" {
+				paths++
+			}
+		}
+	}
+}
+
+// swapArms exchanges two arms' figures in a campaign by exchanging their
+// names.
+func swapArms(c *Campaign, a, b string) {
+	sw := func(s *string) {
+		switch *s {
+		case a:
+			*s = b
+		case b:
+			*s = a
+		}
+	}
+	for i := range c.Summaries {
+		sw(&c.Summaries[i].Arm)
+	}
+	for i := range c.Samples {
+		sw(&c.Samples[i].Arm)
+	}
+	for i := range c.Density {
+		sw(&c.Density[i].Arm)
+	}
+	for i := range c.DensitySamples {
+		sw(&c.DensitySamples[i].Arm)
+	}
+	for i := range c.Steady {
+		sw(&c.Steady[i].Arm)
+	}
+}
+
+func recText(rs []Recommendation) string {
+	var b strings.Builder
+	for _, r := range rs {
+		b.WriteString(r.String() + "\n")
+	}
+	return b.String()
+}
+
+func TestRecommendationsFollowData(t *testing.T) {
+	tests := []struct {
+		name       string
+		file, a, b string
+		before     []string
+		after      []string
+	}{
+		{
+			name: "cold start", file: "20261130-030000_coldstart", a: "default", b: "static",
+			before: []string{"Under cores=0.5, static starts fastest, 1.2× faster than default (15.8 vs 18.8 ms median)"},
+			after:  []string{"Under cores=0.5, default starts fastest, 1.2× faster than static (15.8 vs 18.8 ms median)"},
+		},
+		{
+			name: "density", file: "20261130-031000_density", a: "static", b: "upx",
+			before: []string{"static packs densest: 2.1 MiB", "No trade-off: static packs densest"},
+			after:  []string{"upx packs densest: 2.1 MiB", "Trade-off: upx packs densest, but the fastest start is default/static under cpus=0"},
+		},
+		{
+			name: "steady", file: "20261130-032000_steady", a: "default", b: "static",
+			before: []string{"Under cpus=0-1 over grpc, static spends the least server CPU per call: 59.4 µs against 62.9 µs for default"},
+			after:  []string{"Under cpus=0-1 over grpc, default spends the least server CPU per call: 59.4 µs against 62.9 µs for static"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := load(t, "testdata")
+			got := recText(r.Recommendations())
+			for _, s := range tt.before {
+				if !strings.Contains(got, s) {
+					t.Errorf("recommendations lack %q before the swap:\n%s", s, got)
+				}
+			}
+			for _, c := range r.Campaigns {
+				if c.Label == tt.file {
+					swapArms(c, tt.a, tt.b)
+				}
+			}
+			swapped := recText(r.Recommendations())
+			for _, s := range tt.after {
+				if !strings.Contains(swapped, s) {
+					t.Errorf("recommendations lack %q after swapping %s and %s:\n%s", s, tt.a, tt.b, swapped)
+				}
+			}
+			for _, s := range tt.before {
+				if strings.Contains(swapped, s) {
+					t.Errorf("recommendations still say %q after swapping %s and %s", s, tt.a, tt.b)
+				}
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	r := load(t, "testdata/bad")
+	var got []string
+	for _, w := range r.Warnings {
+		got = append(got, w.String())
+	}
+	f1, f2 := filepath.Join("testdata", "bad", "20261130-040000_coldstart.jsonl"), filepath.Join("testdata", "bad", "20261130-040500_coldstart.jsonl")
+	want := []string{
+		f1 + `:3: skipped summary record: field "median_ms" holds a JSON string`,
+		f1 + `:4: skipped: unknown kind "probe_v0"`,
+		f1 + `:5: skipped: no "kind"`,
+		f1 + `:7: skipped: not valid JSON (truncated or hand-edited?): invalid character ' ' after decimal point in numeric literal`,
+		f2 + `:1: schema "coldstart/v2", want "coldstart/v1": file skipped`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if len(r.Campaigns) != 1 || len(r.Campaigns[0].Summaries) != 2 {
+		t.Fatalf("Load kept %d campaigns, want 1 with the 2 good summaries", len(r.Campaigns))
+	}
+	var b bytes.Buffer
+	if err := r.Markdown(&b, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, b.Bytes())
+}
+
+func TestReadFillsMissingSummaries(t *testing.T) {
+	// An interrupted campaign: samples, no summary lines.
+	in := `{"kind":"provenance","schema":"coldstart/v1","started_at":"2026-11-30T03:00:00Z"}
+{"kind":"sample","arm":"static","budget":"max","run":0,"warmup":true,"first_rpc_ms":50}
+{"kind":"sample","arm":"static","budget":"max","run":1,"first_rpc_ms":8,"pss_bytes":100}
+{"kind":"sample","arm":"static","budget":"max","run":2,"first_rpc_ms":6,"pss_bytes":100}
+{"kind":"sample","arm":"static","budget":"max","run":3,"first_rpc_ms":7,"pss_bytes":100,"future_field":1}
+{"kind":"sample","arm":"static","budget":"max","run":4,"first_rpc_ms":0,"error":"not ready"}
+`
+	c, ws, err := Read("x.jsonl", strings.NewReader(in))
+	if err != nil || len(ws) != 0 {
+		t.Fatalf("Read() = %v, warnings %v", err, ws)
+	}
+	want := []Summary{{Arm: "static", Budget: "max", Runs: 3, MedianMs: 7, P90Ms: 8, MinMs: 6, MaxMs: 8, PSSBytes: 100, PhasesMs: map[string]float64{}, FromSamples: true}}
+	if diff := cmp.Diff(want, c.Summaries); diff != "" {
+		t.Errorf("summaries (-want +got):\n%s", diff)
+	}
+}
+
+func TestDoubt(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Summary
+		want string
+	}{
+		{"quiet", Summary{Runs: 20, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 12}, ""},
+		{"wide range", Summary{Runs: 20, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 22}, "max 3.1× min"},
+		{"long tail", Summary{Runs: 20, MedianMs: 8, P90Ms: 17, MinMs: 7, MaxMs: 18}, "p90 2.1× median"},
+		{"few runs", Summary{Runs: 3, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 9}, "3 runs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.Doubt(); got != tt.want {
+				t.Errorf("%+v.Doubt() = %q, want %q", tt.s, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestSchemaMatchesProducers reads the structs that write results files
+// from their source (so it works while those packages are mid-edit) and
+// checks that every JSON key they write is one this package reads, apart
+// from the keys a report has no use for.
+func TestSchemaMatchesProducers(t *testing.T) {
+	tests := []struct {
+		file, typ string
+		mine      any
+		unused    []string
+	}{
+		{"../prober/sample.go", "Sample", Sample{}, nil},
+		{"../prober/sample.go", "Phase", Phase{}, nil},
+		{"../campaign/coldstart.go", "Summary", Summary{}, nil},
+		{"../campaign/density.go", "DensityRow", DensityRow{}, nil},
+		{"../campaign/density.go", "DensitySample", DensitySample{}, nil},
+		{"../builds/builds.go", "Artifact", Artifact{}, []string{"profile", "image", "package", "instrumented", "profile_note", "built_at"}},
+		{"../steady/steady.go", "Row", SteadyRow{}, []string{"service_p50_us", "service_p99_us", "service_max_us", "gc_cycles"}},
+		{"../internal/provenance/provenance.go", "Provenance", Provenance{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.file)+"/"+tt.typ, func(t *testing.T) {
+			if _, err := os.Stat(tt.file); err != nil {
+				t.Skipf("%s not there yet: %v", tt.file, err)
+			}
+			theirs, err := jsonKeys(tt.file, tt.typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mine := map[string]bool{}
+			rt := reflect.TypeOf(tt.mine)
+			for i := 0; i < rt.NumField(); i++ {
+				mine[strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]] = true
+			}
+			for _, k := range tt.unused {
+				mine[k] = true
+			}
+			for _, k := range theirs {
+				if !mine[k] {
+					t.Errorf("%s.%s writes %q, which report.%s does not read", tt.file, tt.typ, k, rt.Name())
+				}
+			}
+		})
+	}
+}
+
+// jsonKeys lists the json names of a struct type's fields, as written in
+// its source.
+func jsonKeys(file, typ string) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		ts, ok := n.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != typ {
+			return true
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			return false
+		}
+		found = true
+		for _, fld := range st.Fields.List {
+			if fld.Tag == nil {
+				continue
+			}
+			tag, _ := strconv.Unquote(fld.Tag.Value)
+			name := strings.Split(reflect.StructTag(tag).Get("json"), ",")[0]
+			if name != "" && name != "-" {
+				keys = append(keys, name)
+			}
+		}
+		return false
+	})
+	if !found {
+		return nil, &os.PathError{Op: "find type " + typ, Path: file, Err: os.ErrNotExist}
+	}
+	return keys, nil
+}
