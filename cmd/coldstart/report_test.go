@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestReportFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    reportOptions
+		wantErr string
+	}{
+		{name: "defaults", args: nil,
+			want: reportOptions{Paths: []string{"results"}, Format: "markdown", Title: "coldstart report"}},
+		{name: "files and out", args: []string{"--out", "PERFORMANCE.md", "--title", "Performance", "a.jsonl", "results/"},
+			want: reportOptions{Paths: []string{"a.jsonl", "results/"}, Format: "markdown", Out: "PERFORMANCE.md", Title: "Performance"}},
+		{name: "benchstat", args: []string{"-o", "benchstat", "x.jsonl"},
+			want: reportOptions{Paths: []string{"x.jsonl"}, Format: "benchstat", Title: "coldstart report"}},
+		{name: "plots dir", args: []string{"--plots", "docs/img"},
+			want: reportOptions{Paths: []string{"results"}, Format: "markdown", Plots: "docs/img", Title: "coldstart report"}},
+		{name: "unknown format", args: []string{"-o", "html"}, wantErr: `--output: unknown format "html" (known: markdown, benchstat)`},
+		{name: "plots with benchstat", args: []string{"-o", "benchstat", "--plots", "p"}, wantErr: "--plots: plots go with -o markdown"},
+		{name: "out is a dir", args: []string{"--out", os.TempDir()}, wantErr: "--out: " + os.TempDir() + " is a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *reportOptions
+			cmd := newReportCmd(func(_ context.Context, o *reportOptions, _ io.Writer) error {
+				got = o
+				return nil
+			})
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("report %q = %v, want error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("report %q = %v", tt.args, err)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(reportOptions{})); diff != "" {
+				t.Errorf("report %q options (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+// TestRunReport writes a report of the report package's fixtures to a
+// file and checks that every plot it links is there.
+func TestRunReport(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "PERFORMANCE.md")
+	var stderr bytes.Buffer
+	o := &reportOptions{Paths: []string{"../../report/testdata", "../../report/testdata/bad"}, Format: "markdown", Out: out, Title: "Performance", stderr: &stderr}
+	if err := runReport(context.Background(), o, io.Discard); err != nil {
+		t.Fatalf("runReport() = %v", err)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`!\[[^\]]*\]\(([^)]+)\)`).FindAllStringSubmatch(string(md), -1)
+	if len(links) == 0 {
+		t.Fatalf("no plots linked from %s:\n%s", out, md)
+	}
+	for _, l := range links {
+		if !strings.HasPrefix(l[1], "plots/") {
+			t.Errorf("plot link %q, want it under plots/ beside the Markdown", l[1])
+		}
+		if _, err := os.Stat(filepath.Join(dir, l[1])); err != nil {
+			t.Errorf("linked plot: %v", err)
+		}
+	}
+	if !strings.Contains(stderr.String(), "20261130-040500_coldstart.jsonl:1: schema") {
+		t.Errorf("stderr lacks the other-schema warning:\n%s", stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
+	}
+
+	var b bytes.Buffer
+	o = &reportOptions{Paths: []string{"../../report/testdata/20261130-030000_coldstart.jsonl"}, Format: "benchstat", stderr: io.Discard}
+	if err := runReport(context.Background(), o, &b); err != nil {
+		t.Fatalf("runReport(benchstat) = %v", err)
+	}
+	if !strings.Contains(b.String(), "\nBenchmarkColdStart/budget=cpus=0/arm=upx 1 ") {
+		t.Errorf("benchstat output lacks upx cold starts:\n%s", b.String())
+	}
+
+	o = &reportOptions{Paths: []string{filepath.Join(dir, "none")}, Format: "markdown", stderr: io.Discard}
+	if err := runReport(context.Background(), o, io.Discard); err == nil {
+		t.Errorf("runReport(missing dir) = nil, want an error")
+	}
+}
