@@ -135,4 +135,3 @@ func allowsZeroInitialScale(ctx context.Context, c Clients) bool {
 
 // KnativeNamespace is where Knative Serving's control plane and config live.
 const KnativeNamespace = "knative-serving"
-

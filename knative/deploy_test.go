@@ -1,0 +1,314 @@
+package knative
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	servingfake "knative.dev/serving/pkg/client/clientset/versioned/fake"
+)
+
+// fakeCluster is a Kubernetes and Knative fake with namespace ns and, when
+// knative is set, the serving.knative.dev/v1 Service kind discoverable.
+func fakeCluster(t *testing.T, ns string, knative bool, objs ...*servingv1.Service) Clients {
+	t.Helper()
+	kc := kubefake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if knative {
+		kc.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{
+			GroupVersion: servingv1.SchemeGroupVersion.String(),
+			APIResources: []metav1.APIResource{{Name: "services", Kind: "Service", Namespaced: true}},
+		}}
+	}
+	sc := servingfake.NewSimpleClientset()
+	for _, o := range objs {
+		if _, err := sc.ServingV1().Services(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Clients{Kube: kc, Serving: sc}
+}
+
+// playController stands in for Knative's controller: it watches Services
+// in ns and writes the status ready or failing, until the test ends.
+func playController(t *testing.T, c Clients, ns string, ready bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.Serving.ServingV1().Services(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*servingv1.Service)
+			if !ok || ev.Type == watch.Deleted || s.Status.ObservedGeneration == s.Generation && len(s.Status.Conditions) > 0 {
+				continue
+			}
+			s = s.DeepCopy()
+			markStatus(s, ready)
+			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+				t.Errorf("update status of %s: %v", s.Name, err)
+			}
+		}
+	}()
+}
+
+// markStatus writes what Knative's controller would: Ready with URLs, or
+// Ready=False with a reason.
+func markStatus(s *servingv1.Service, ready bool) {
+	s.Status.ObservedGeneration = s.Generation
+	s.Status.LatestCreatedRevisionName = s.Name + "-00001"
+	if ready {
+		s.Status.LatestReadyRevisionName = s.Name + "-00001"
+		s.Status.URL = &apis.URL{Scheme: "http", Host: s.Name + "." + s.Namespace + ".example.com"}
+		s.Status.Address = &duckv1.Addressable{URL: &apis.URL{Scheme: "http", Host: s.Name + "." + s.Namespace + ".svc.cluster.local"}}
+		s.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionTrue}}
+		return
+	}
+	s.Status.Conditions = duckv1.Conditions{
+		{Type: "ConfigurationsReady", Status: corev1.ConditionFalse, Reason: "RevisionFailed", Message: "Revision \"x-00001\" failed: image pull back-off"},
+		{Type: apis.ConditionReady, Status: corev1.ConditionFalse, Reason: "RevisionFailed", Message: "image pull back-off"},
+	}
+}
+
+func serviceNames(t *testing.T, c Clients, ns string) []string {
+	t.Helper()
+	l, err := c.Serving.ServingV1().Services(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range l.Items {
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func testDeployOptions(ns string) DeployOptions {
+	o := DeployOptions{Service: DefaultServiceOptions(), Timeout: 10 * time.Second}
+	o.Service.Namespace = ns
+	return o
+}
+
+func TestDeployCreatesThenUpdates(t *testing.T) {
+	ctx := context.Background()
+	c := fakeCluster(t, "bench", true)
+	playController(t, c, "bench", true)
+	o := testDeployOptions("bench")
+
+	got, err := Deploy(ctx, c, testArms(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Deployed{
+		{Arm: "default", Service: "coldstart-default", Namespace: "bench", Created: true, Ready: true,
+			URL: "http://coldstart-default.bench.example.com", Address: "http://coldstart-default.bench.svc.cluster.local", Revision: "coldstart-default-00001"},
+		{Arm: "upx", Service: "coldstart-upx", Namespace: "bench", Created: true, Ready: true,
+			URL: "http://coldstart-upx.bench.example.com", Address: "http://coldstart-upx.bench.svc.cluster.local", Revision: "coldstart-upx-00001"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Deploy (-want +got):\n%s", d)
+	}
+	// No allow-zero-initial-scale in the cluster: auto resolves to 1.
+	s, err := c.Serving.ServingV1().Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := o.Service
+	so.InitialScale = 1
+	wantSvc, _ := NewService(testArms()[0], so)
+	if d := cmp.Diff(wantSvc.Spec, s.Spec); d != "" {
+		t.Errorf("stored spec (-want +got):\n%s", d)
+	}
+
+	// Second deploy: same names, updated in place, with the new window.
+	o.Service.Window = 30 * time.Second
+	got, err = Deploy(ctx, c, testArms(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range got {
+		if d.Created {
+			t.Errorf("second deploy created %s, want an update", d.Service)
+		}
+	}
+	s, _ = c.Serving.ServingV1().Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
+	if w := s.Spec.Template.Annotations["autoscaling.knative.dev/window"]; w != "30s" {
+		t.Errorf("window after update = %q, want 30s", w)
+	}
+}
+
+func TestDeployZeroInitialScaleWhereAllowed(t *testing.T) {
+	ctx := context.Background()
+	c := fakeCluster(t, "bench", true)
+	_, err := c.Kube.CoreV1().ConfigMaps(KnativeNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "config-autoscaler", Namespace: KnativeNamespace},
+		Data:       map[string]string{"allow-zero-initial-scale": "true"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testDeployOptions("bench")
+	o.Timeout = 0 // no controller: do not wait
+	if _, err := Deploy(ctx, c, testArms()[:1], o); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Serving.ServingV1().Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
+	if v := s.Spec.Template.Annotations["autoscaling.knative.dev/initial-scale"]; v != "0" {
+		t.Errorf("initial-scale = %q, want 0 where the cluster allows it", v)
+	}
+}
+
+func TestDeployFailuresLeaveNothing(t *testing.T) {
+	foreign := &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "coldstart-upx", Namespace: "bench", Labels: map[string]string{"team": "x"}}}
+	tests := []struct {
+		name      string
+		knative   bool
+		ns        string
+		existing  []*servingv1.Service
+		arms      []Arm
+		ready     bool
+		want      error
+		msg       []string
+		remaining []string
+	}{
+		{name: "knative missing", knative: false, ns: "bench", arms: testArms(), want: ErrNoKnative, msg: []string{"serving.knative.dev/v1"}},
+		{name: "namespace missing", knative: true, ns: "nope", arms: testArms(), want: ErrNoNamespace, msg: []string{`namespace "nope"`}},
+		{name: "image without digest", knative: true, ns: "bench", want: ErrNoDigest, msg: []string{"arm default", "echo:latest"},
+			arms: []Arm{{Name: "upx", Image: "echo@" + testDigest}, {Name: "default", Image: "echo:latest"}}},
+		{name: "someone else's service", knative: true, ns: "bench", existing: []*servingv1.Service{foreign}, arms: testArms(),
+			want: ErrNotOurs, msg: []string{"bench/coldstart-upx"}, remaining: []string{"coldstart-upx"}},
+		{name: "never ready", knative: true, ns: "bench", arms: testArms(), ready: false,
+			want: ErrNotReady, msg: []string{"coldstart-default", "Ready=False (RevisionFailed: image pull back-off)", "waited"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fakeCluster(t, "bench", tt.knative, tt.existing...)
+			playController(t, c, tt.ns, tt.ready)
+			o := testDeployOptions(tt.ns)
+			o.Timeout = 500 * time.Millisecond
+			_, err := Deploy(context.Background(), c, tt.arms, o)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Deploy = %v, want %v", err, tt.want)
+			}
+			for _, m := range tt.msg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("Deploy error %q does not contain %q", err, m)
+				}
+			}
+			if d := cmp.Diff(tt.remaining, serviceNames(t, c, "bench")); d != "" {
+				t.Errorf("services left after the failure (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestDeleteOnlyOurs(t *testing.T) {
+	ctx := context.Background()
+	var objs []*servingv1.Service
+	for _, a := range []string{"default", "upx", "pgo"} {
+		s, err := NewService(Arm{Name: a, Image: "e@" + testDigest}, testDeployOptions("bench").Service)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, s)
+	}
+	objs = append(objs, &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "users-own", Namespace: "bench"}},
+		&servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "other-tool", Namespace: "bench",
+			Labels: map[string]string{LabelManagedBy: "helm", LabelArm: "upx"}}})
+	c := fakeCluster(t, "bench", true, objs...)
+
+	got, err := Delete(ctx, c, "bench", []string{"upx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"coldstart-upx"}, got); d != "" {
+		t.Errorf("Delete(upx) (-want +got):\n%s", d)
+	}
+	got, err = Delete(ctx, c, "bench", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"coldstart-default", "coldstart-pgo"}, got); d != "" {
+		t.Errorf("Delete(all) (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"other-tool", "users-own"}, serviceNames(t, c, "bench")); d != "" {
+		t.Errorf("left (-want +got):\n%s", d)
+	}
+}
+
+func TestKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+
+	_, _, err := Kubeconfig{}.Load()
+	if !errors.Is(err, ErrNoKubeconfig) || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("Load with nothing = %v, want %v naming --kubeconfig", err, ErrNoKubeconfig)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	if _, _, err := (Kubeconfig{Path: missing}).Load(); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Load(%s) = %v, want an error naming it", missing, err)
+	}
+
+	// A closed port: the kubeconfig loads, the cluster does not answer.
+	kc := filepath.Join(dir, "config")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:%d"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: bench}}]
+current-context: x
+`, closedPort(t))
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kc)
+	rc, ns, err := Kubeconfig{}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns != "bench" {
+		t.Errorf("namespace = %q, want bench (from the context)", ns)
+	}
+	c, err := NewClients(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Preflight(context.Background(), c, ns)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), rc.Host) {
+		t.Errorf("Preflight on a closed port = %v, want %v naming %s", err, ErrUnreachable, rc.Host)
+	}
+}
+
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return p
+}
