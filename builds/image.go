@@ -136,6 +136,9 @@ func NewImage(static Builder, opts ...ImageOption) Builder {
 type imageBuilder struct {
 	static Builder
 	o      ImageOptions
+	// Set when the registry made it (image_registry.go).
+	cacheDir string
+	progress func(format string, args ...any)
 }
 
 var _ Builder = (*imageBuilder)(nil)
@@ -160,9 +163,24 @@ func (b *imageBuilder) Build(ctx context.Context, src Source) (Artifact, error) 
 	default:
 		return Artifact{}, fmt.Errorf("build image from %s: no static builder and no prebuilt binary", src.Pkg)
 	}
-	r, err := BuildImage(ctx, bin, b.o)
+	if bin.SHA256 == "" {
+		d, err := BinaryArtifact(bin.Path)
+		if err != nil {
+			return Artifact{}, fmt.Errorf("build image: %w", err)
+		}
+		bin.SHA256 = d.SHA256
+	}
+	o := b.o
+	o.Dir = b.dirFor(bin)
+	r, err := BuildImage(ctx, bin, o)
 	if err != nil {
 		return Artifact{}, err
+	}
+	if b.progress != nil {
+		b.progress("%s: built in %s: %s (%s)", ImageArm, fmtMs(r.Artifact.BuildMs), r.Layout, r.Artifact.Digest)
+		if r.Ref != "" {
+			b.progress("%s: pushed %s", ImageArm, r.Ref)
+		}
 	}
 	return r.Artifact, nil
 }
@@ -371,6 +389,8 @@ func BuildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult,
 		SHA256:    tarSum,
 		Image:     r.Layout,
 		Digest:    digest.String(),
+		Package:   bin.Package,
+		BuiltAt:   time.Now().UTC().Format(time.RFC3339),
 	}
 	return r, nil
 }

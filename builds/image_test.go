@@ -283,3 +283,35 @@ func extractedFiles(t *testing.T, img v1.Image) []string {
 		files = append(files, fmt.Sprintf("%s %04o %d:%d %s %d", h.Name, h.Mode, h.Uid, h.Gid, h.ModTime.UTC().Format(time.RFC3339), h.Size))
 	}
 }
+
+func TestImageArmRegistered(t *testing.T) {
+	if !strings.Contains(strings.Join(Known(), ","), "image") {
+		t.Fatalf("Known() = %v, want image", Known())
+	}
+	if testing.Short() {
+		t.Skip("builds the static arm with the go command")
+	}
+	o := Options{CacheDir: t.TempDir()}
+	var got []Artifact
+	for i := 0; i < 2; i++ {
+		b, err := New("image", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := b.Build(context.Background(), Source{Pkg: "./examples/echo", Dir: ".."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a)
+	}
+	a := got[0]
+	if a.Arm != "image" || !strings.HasPrefix(a.Image, filepath.Join(o.CacheDir, "image")+string(filepath.Separator)) {
+		t.Errorf("artifact = %+v, want the image arm's, in the cache dir", a)
+	}
+	if got[1].Digest != a.Digest {
+		t.Errorf("digests of two builds through the registry: %s, %s", a.Digest, got[1].Digest)
+	}
+	if !strings.Contains(a.Flags, "-trimpath") {
+		t.Errorf("flags = %q, want the static arm's", a.Flags)
+	}
+}
