@@ -94,7 +94,8 @@ func (c *h1Conn) read(conn net.Conn, pending chan chan error) {
 	for w := range pending {
 		err := readResponse(br)
 		w <- err
-		if err != nil {
+		var se statusError
+		if err != nil && !errors.As(err, &se) {
 			c.fail(conn, pending, err)
 			return
 		}
@@ -258,13 +259,19 @@ func readResponse(br *bufio.Reader) error {
 		return errors.New("read response: neither Content-Length nor chunked (keep-alive impossible)")
 	}
 	if status != "" {
-		return fmt.Errorf("%s: %s", status, bytes.TrimSpace(body.Bytes()))
+		return statusError(fmt.Sprintf("%s: %s", status, bytes.TrimSpace(body.Bytes())))
 	}
 	if closeConn {
 		return errors.New("server closed the keep-alive connection (Connection: close)")
 	}
 	return nil
 }
+
+// statusError is a whole response with a status other than 2xx: counted
+// as an error, but the connection stays usable.
+type statusError string
+
+func (e statusError) Error() string { return string(e) }
 
 func trimCRLF(b []byte) []byte {
 	return bytes.TrimRight(b, "\r\n")

@@ -3,26 +3,15 @@ package steady
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// PinSelf restricts this process, every thread it has and every thread it
-// will start, to cpus, and sets GOMAXPROCS to their number, as `taskset -c`
-// would have from the start. Children started later inherit the set unless
-// their budget names CPUs of its own.
-func PinSelf(cpus []int) error {
-	if len(cpus) == 0 {
-		return nil
-	}
-	var set unix.CPUSet
-	for _, c := range cpus {
-		set.Set(c)
-	}
-	// New threads inherit the affinity of the thread that creates them, so
-	// pinning every existing thread covers the ones to come.
+// setAffinity restricts every thread of this process to set. Threads the
+// runtime starts later inherit the affinity of the thread that creates
+// them, so this also covers the threads to come.
+func setAffinity(set *unix.CPUSet) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("pin generator: %w", err)
@@ -32,10 +21,49 @@ func PinSelf(cpus []int) error {
 		if err != nil {
 			continue
 		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("pin generator thread %d to CPUs %v: %w", tid, cpus, err)
+		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("pin generator thread %d: %w", tid, err)
 		}
 	}
-	runtime.GOMAXPROCS(len(cpus))
 	return nil
+}
+
+func cpuSet(cpus []int) *unix.CPUSet {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	return &set
+}
+
+// pin holds the generator's CPU set and the one it had before, which is
+// restored around each server launch so that a server's budget may name
+// CPUs outside the generator's.
+type pin struct {
+	orig, gen *unix.CPUSet
+}
+
+func newPin(cpus []int) (*pin, error) {
+	if len(cpus) == 0 {
+		return nil, nil
+	}
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		return nil, fmt.Errorf("read CPU affinity: %w", err)
+	}
+	return &pin{orig: &orig, gen: cpuSet(cpus)}, nil
+}
+
+func (p *pin) apply() error {
+	if p == nil {
+		return nil
+	}
+	return setAffinity(p.gen)
+}
+
+func (p *pin) release() error {
+	if p == nil {
+		return nil
+	}
+	return setAffinity(p.orig)
 }

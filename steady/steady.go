@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"time"
 
@@ -116,6 +117,11 @@ type Config struct {
 	MaxInFlight int
 	// HTTPPath is the path HTTP load POSTs to (0 = "/echo").
 	HTTPPath string
+	// GeneratorCPUs pins steady itself (every thread) to these CPUs while it
+	// loads a server, and sets its GOMAXPROCS to their number (nil = no
+	// pin). Servers are started unpinned from it, so a budget may give them
+	// other CPUs.
+	GeneratorCPUs []int
 	// Launcher starts the servers (nil = prober.Process{}).
 	Launcher prober.Launcher
 	// Log gets progress lines and spawned command lines (nil = quiet).
@@ -291,7 +297,7 @@ type Row struct {
 
 	ServerCPUUsPerCall float64  `json:"server_cpu_us_per_call"`
 	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
-	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty" render:"%.0f"`
+	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
 	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
 	GoMaxProcs         int      `json:"gomaxprocs,omitempty"`
 	PeakRSSBytes       int64    `json:"peak_rss_bytes"`
@@ -311,9 +317,17 @@ func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 		return err
 	}
 	cfg = cfg.withDefaults()
+	p, err := newPin(cfg.GeneratorCPUs)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(len(cfg.GeneratorCPUs)))
+		defer p.release()
+	}
 	for _, b := range cfg.Budgets {
 		for _, a := range cfg.Arms {
-			if err := runArm(ctx, cfg, a, b, record); err != nil {
+			if err := runArm(ctx, cfg, p, a, b, record); err != nil {
 				return err
 			}
 		}
@@ -342,12 +356,12 @@ func expandArgs(args []string, ad addrs) (out []string, httpNamed bool) {
 	return out, httpNamed
 }
 
-func runArm(ctx context.Context, cfg Config, a Arm, b budget.Budget, record func(Row) error) error {
+func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, record func(Row) error) error {
 	var ad addrs
 	var err error
 	for _, t := range []*prober.Target{&ad.grpc, &ad.http, &ad.debug} {
 		if *t, err = prober.FreeTCP(); err != nil {
-			return fmt.Errorf("steady %s: %w", a.Name, err)
+			return fmt.Errorf("arm %s: %w", a.Name, err)
 		}
 	}
 	args, httpNamed := expandArgs(a.Args, ad)
@@ -367,13 +381,19 @@ func runArm(ctx context.Context, cfg Config, a Arm, b budget.Budget, record func
 		spec.Log = cfg.Log
 	}
 	if err := prober.EnsureFree(ctx, ad.grpc); err != nil {
-		return fmt.Errorf("steady %s: %w", a.Name, err)
+		return fmt.Errorf("arm %s: %w", a.Name, err)
+	}
+	if err := p.release(); err != nil {
+		return err
 	}
 	inst, err := cfg.Launcher.Launch(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("steady %s: %w", a.Name, err)
+		return fmt.Errorf("arm %s: %w", a.Name, err)
 	}
 	defer inst.Stop(context.Background())
+	if err := p.apply(); err != nil {
+		return err
+	}
 
 	var checker prober.Checker = prober.Health{}
 	readyAt := ad.grpc
@@ -382,7 +402,7 @@ func runArm(ctx context.Context, cfg Config, a Arm, b budget.Budget, record func
 		readyAt = ad.http
 	}
 	if _, err := prober.WaitReady(ctx, inst, readyAt, checker, prober.WaitOptions{}); err != nil {
-		return fmt.Errorf("steady %s: wait for ready at %s: %w", a.Name, readyAt, err)
+		return fmt.Errorf("arm %s: wait for ready at %s: %w", a.Name, readyAt, err)
 	}
 	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
 
@@ -452,6 +472,9 @@ func steps(cfg Config, proto Protocol) []step {
 			add(step{proto: proto, scenario: sc, concurrency: 1, conns: 1, depth: 1})
 		case Throughput:
 			for _, n := range cfg.Concurrency {
+				if n == 1 && known(cfg.Scenarios, Sequential) {
+					continue // one call in flight is the sequential step
+				}
 				for _, sh := range shapes(n) {
 					sh.proto, sh.scenario = proto, sc
 					add(sh)

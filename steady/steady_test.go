@@ -156,6 +156,306 @@ func TestRunClosedLoop(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
-var _ = syscall.SIGSTOP
-var _ = time.Second
+// TestOpenLoopStall stops the server for 300 ms in the middle of a
+// sequential (closed-loop) window and again in an open-loop window. The
+// open loop's latency, counted from each call's intended send time, must
+// show the stall in its p99 (every call due during the stall waits for it);
+// the closed loop, which stops sending while it waits, shows it in its
+// maximum only: one slow call.
+func TestOpenLoopStall(t *testing.T) {
+	const stall = 300 * time.Millisecond
+	sp := &spy{Launcher: prober.Process{}}
+	stalled := make(chan int, 2)
+	log := onMeasure(func(n int) {
+		go func() {
+			time.Sleep(400 * time.Millisecond)
+			pid := sp.last().PID()
+			syscall.Kill(pid, syscall.SIGSTOP)
+			time.Sleep(stall)
+			syscall.Kill(pid, syscall.SIGCONT)
+			stalled <- n
+		}()
+	})
+	var c collect
+	cfg := Config{
+		Arms:      []Arm{sampleArm(t)},
+		Scenarios: []Scenario{Sequential, Open},
+		Warmup:    200,
+		Duration:  1500 * time.Millisecond,
+		Rate:      400,
+		Launcher:  sp,
+		Log:       log,
+	}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	if len(stalled) != 2 {
+		t.Fatalf("stalled %d windows, want 2", len(stalled))
+	}
+	if len(c.rows) != 2 {
+		t.Fatalf("got %d rows, want 2", len(c.rows))
+	}
+	closed, open := c.rows[0], c.rows[1]
+	t.Logf("closed: p99 %.0f max %.0f µs over %d calls; open: p50 %.0f p99 %.0f max %.0f µs (service p99 %.0f) over %d calls, %.0f/s of %.0f/s",
+		closed.P99Us, closed.MaxUs, closed.Calls, open.P50Us, open.P99Us, open.MaxUs, open.ServiceP99Us, open.Calls, open.CallsPerS, open.RateReq)
+	lower := float64(stall-50*time.Millisecond) / 1e3
+	if closed.MaxUs < lower {
+		t.Errorf("closed loop max %.0f µs, want the stall (≥ %.0f µs) in it", closed.MaxUs, lower)
+	}
+	if open.P99Us < lower {
+		t.Errorf("open loop p99 %.0f µs, want the stall (≥ %.0f µs): coordinated omission", open.P99Us, lower)
+	}
+	if closed.P99Us*2 > open.P99Us {
+		t.Errorf("closed-loop p99 %.0f µs is not well below open-loop p99 %.0f µs: the closed loop should hide the stall", closed.P99Us, open.P99Us)
+	}
+	if open.Calls != 600 || open.Errors != 0 {
+		t.Errorf("open loop: %d calls, %d errors, want 600 and none", open.Calls, open.Errors)
+	}
+}
+
+// TestServerDies kills the server as the second window starts: Run must
+// fail naming the arm and the exit status, with the first window's row
+// kept (and the cut window's row, if it got that far, with its errors).
+func TestServerDies(t *testing.T) {
+	sp := &spy{Launcher: prober.Process{}}
+	log := onMeasure(func(n int) {
+		if n == 2 {
+			syscall.Kill(sp.last().PID(), syscall.SIGKILL)
+		}
+	})
+	var c collect
+	cfg := Config{
+		Arms:        []Arm{sampleArm(t)},
+		Scenarios:   []Scenario{Throughput, Stream},
+		Concurrency: []int{8},
+		Warmup:      100,
+		Calls:       20000,
+		Launcher:    sp,
+		Log:         log,
+	}
+	err := Run(context.Background(), cfg, c.record)
+	if err == nil {
+		t.Fatal("Run = nil, want the server's death")
+	}
+	if !errors.Is(err, prober.ErrExited) || !strings.Contains(err.Error(), "arm default") || !strings.Contains(err.Error(), "signal: killed") {
+		t.Errorf("Run = %v, want prober.ErrExited naming arm default and the signal", err)
+	}
+	if len(c.rows) < 1 || c.rows[0].Scenario != Throughput || c.rows[0].Errors != 0 || c.rows[0].Calls != 20000 {
+		t.Fatalf("rows %+v, want the throughput row kept whole", shapes(c.rows))
+	}
+	if len(c.rows) == 2 && c.rows[1].Calls == 20000 && c.rows[1].Errors == 0 {
+		t.Errorf("cut row %+v claims a whole window without errors", c.rows[1])
+	}
+}
+
+// TestCancel interrupts a run: Run returns the context's error, the server
+// is stopped and reaped, and the rows measured before are kept.
+func TestCancel(t *testing.T) {
+	sp := &spy{Launcher: prober.Process{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := onMeasure(func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	})
+	var c collect
+	cfg := Config{
+		Arms:        []Arm{sampleArm(t)},
+		Scenarios:   []Scenario{Throughput, Stream},
+		Concurrency: []int{8},
+		Warmup:      100,
+		Calls:       20000,
+		Launcher:    sp,
+		Log:         log,
+	}
+	err := Run(ctx, cfg, c.record)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	inst := sp.last()
+	select {
+	case <-inst.Done():
+	default:
+		t.Fatal("server still running after Run returned")
+	}
+	if err := syscall.Kill(inst.PID(), 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("kill -0 %d = %v, want ESRCH (reaped)", inst.PID(), err)
+	}
+	if len(c.rows) != 1 || c.rows[0].Scenario != Throughput {
+		t.Errorf("rows %+v, want the throughput row only", shapes(c.rows))
+	}
+}
+
+// TestHTTPOnly loads a plain HTTP server that reads only $PORT (no gRPC,
+// no runtime metrics) over HTTP/1.1, pipelined HTTP/1.1 and h2c.
+func TestHTTPOnly(t *testing.T) {
+	var c collect
+	cfg := Config{
+		Arms:        []Arm{{Name: "http", Path: testservers.Build(t), Args: []string{"-mode=http", "-h2c"}}},
+		Protocols:   []Protocol{HTTP1, H2C},
+		Scenarios:   []Scenario{Sequential, Throughput},
+		Concurrency: []int{8},
+		Conns:       []int{2},
+		Pipeline:    []int{1, 8},
+		Warmup:      100,
+		Calls:       2000,
+	}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	want := []shape{
+		{HTTP1, Sequential, 8, 1, 1, 1},
+		{HTTP1, Throughput, 8, 8, 8, 1},
+		{HTTP1, Throughput, 8, 8, 1, 8},
+		{H2C, Sequential, 8, 1, 1, 1},
+		{H2C, Throughput, 8, 8, 2, 4},
+	}
+	if diff := cmp.Diff(want, shapes(c.rows)); diff != "" {
+		t.Fatalf("steps (-want +got):\n%s", diff)
+	}
+	for _, r := range c.rows {
+		t.Logf("%s %s c=%d conns=%d depth=%d: %.0f calls/s p50 %.0f µs server %.1f client %.1f µs/call", r.Protocol, r.Scenario, r.Concurrency, r.Conns, r.Depth, r.CallsPerS, r.P50Us, r.ServerCPUUsPerCall, r.ClientCPUUsPerCall)
+		if r.Calls != 2000 || r.Errors != 0 {
+			t.Errorf("%s %s: calls %d errors %d (%s), want 2000 and none", r.Protocol, r.Scenario, r.Calls, r.Errors, r.FirstError)
+		}
+		if r.ServerCPUUsPerCall <= 0 || r.P50Us <= 0 {
+			t.Errorf("%s %s: server CPU %g µs/call, p50 %g µs, want > 0", r.Protocol, r.Scenario, r.ServerCPUUsPerCall, r.P50Us)
+		}
+		if r.AllocBytesPerCall != nil || r.GoMaxProcs != 0 {
+			t.Errorf("%s %s: runtime metrics from a server that serves none: %v %d", r.Protocol, r.Scenario, r.AllocBytesPerCall, r.GoMaxProcs)
+		}
+	}
+}
+
+// TestHTTPErrors counts non-2xx answers as errors with the first one's
+// status line, never dropping them.
+func TestHTTPErrors(t *testing.T) {
+	var c collect
+	cfg := Config{
+		Arms: []Arm{sampleArm(t)},
+		// With gRPC in the list, readiness is gRPC health, so the wrong
+		// HTTP path does not hold up readiness.
+		Protocols: []Protocol{GRPC, HTTP1},
+		Scenarios: []Scenario{Sequential},
+		HTTPPath:  "/nothing-here",
+		Warmup:    -1,
+		Calls:     50,
+	}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	r := c.rows[1]
+	if r.Protocol != HTTP1 || r.Errors != 50 || r.ErrorRate != 1 || !strings.Contains(r.FirstError, "404") {
+		t.Errorf("http1 row: protocol %s, %d errors, rate %g, first %q; want 50 errors, rate 1, a 404", r.Protocol, r.Errors, r.ErrorRate, r.FirstError)
+	}
+}
+
+// TestRamp raises the rate in steps. With a generous p99 limit it climbs to
+// the last rate and reports it as the knee; with an impossible one (1 ns)
+// it stops after the first step with no knee.
+func TestRamp(t *testing.T) {
+	arm := sampleArm(t)
+	for _, tt := range []struct {
+		name  string
+		p99   time.Duration
+		steps int
+		knee  float64
+	}{
+		{"generous", time.Second, 3, 300},
+		{"impossible", time.Nanosecond, 1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c collect
+			cfg := Config{
+				Arms: []Arm{arm}, Scenarios: []Scenario{Ramp}, Warmup: 100,
+				Rate: 100, RampStep: 100, RampMax: 300, RampP99: tt.p99,
+				Duration: 300 * time.Millisecond,
+			}
+			if err := Run(context.Background(), cfg, c.record); err != nil {
+				t.Fatal(err)
+			}
+			var rates []float64
+			knee := 0.0
+			for _, r := range c.rows {
+				switch r.Scenario {
+				case Ramp:
+					rates = append(rates, r.RateReq)
+				case Knee:
+					knee = r.RateReq
+				}
+			}
+			if len(rates) != tt.steps || knee != tt.knee {
+				t.Errorf("ramp rates %v, knee %g; want %d steps and knee %g", rates, knee, tt.steps, tt.knee)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	arm := []Arm{{Name: "a", Path: "/bin/true"}}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want string // "" = valid
+	}{
+		{"defaults", Config{Arms: arm}, ""},
+		{"no arms", Config{}, "no server"},
+		{"concurrency 0", Config{Arms: arm, Concurrency: []int{1, 0}}, "--concurrency"},
+		{"conns 0", Config{Arms: arm, Conns: []int{0}}, "--conns"},
+		{"open without rate", Config{Arms: arm, Scenarios: []Scenario{Open}, Duration: time.Second}, "--rate"},
+		{"rate without duration", Config{Arms: arm, Scenarios: []Scenario{Open}, Rate: 10}, "--duration"},
+		{"unknown protocol", Config{Arms: arm, Protocols: []Protocol{"quic"}}, `--protocol: unknown protocol "quic"`},
+		{"unknown scenario", Config{Arms: arm, Scenarios: []Scenario{"soak"}}, `--scenario: unknown scenario "soak"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int
+		err  string
+	}{
+		{"8", 8, ""},
+		{"8B", 8, ""},
+		{"1KiB", 1024, ""},
+		{"64KiB", 65536, ""},
+		{"1MiB", 1 << 20, ""},
+		{"2kB", 2000, ""},
+		{" 16 B ", 16, ""},
+		{"1kb", 0, `unknown unit "kb"`},
+		{"1GiB", 0, `unknown unit "GiB"`},
+		{"KiB", 0, "not a size"},
+		{"-1", 0, "not a size"},
+	} {
+		got, err := ParseSize(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseSize(%q) = %d, %v, want error containing %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
+		}
+	}
+	if got, err := ParseSizes("8B,1KiB,64KiB"); err != nil || !cmp.Equal(got, []int{8, 1024, 65536}) {
+		t.Errorf("ParseSizes = %v, %v", got, err)
+	}
+	if _, err := ParseCounts("1,0"); err == nil {
+		t.Error("ParseCounts(\"1,0\") = nil error, want one")
+	}
+}

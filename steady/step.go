@@ -157,7 +157,7 @@ func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers
 	if ctx.Err() != nil {
 		// Interrupted: the window is cut short, so its figures are not
 		// comparable; the rows before it are kept.
-		return row, fmt.Errorf("steady %s %s: %w", s.arm, st, ctx.Err())
+		return row, fmt.Errorf("arm %s %s: %w", s.arm, st, ctx.Err())
 	}
 	if err := record(row); err != nil {
 		return row, err
@@ -177,23 +177,29 @@ func isDone(inst prober.Instance) bool {
 // check turns a server that exited, or an interrupt, into the step's error.
 func (s *server) check(ctx context.Context, st step, o outcome) error {
 	if isDone(s.inst) {
-		return fmt.Errorf("steady %s: server exited during %s after %d calls: %w", s.arm, st, o.calls, s.inst.Err())
+		return fmt.Errorf("arm %s: server exited during %s after %d calls: %w", s.arm, st, o.calls, s.inst.Err())
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("steady %s %s: %w", s.arm, st, err)
+		return fmt.Errorf("arm %s %s: %w", s.arm, st, err)
 	}
 	return nil
 }
 
 // fail explains a setup error, preferring the server's exit as the cause.
 func (s *server) fail(ctx context.Context, st step, err error) error {
-	if isDone(s.inst) {
-		return fmt.Errorf("steady %s: server exited during %s: %w", s.arm, st, s.inst.Err())
-	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("steady %s %s: %w", s.arm, st, ctx.Err())
+		return fmt.Errorf("arm %s %s: %w", s.arm, st, ctx.Err())
 	}
-	return fmt.Errorf("steady %s %s: %w", s.arm, st, err)
+	// A failed connect or /proc read is most often the server dying, its
+	// exit not yet reaped: give that a moment to show.
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-s.inst.Done():
+		return fmt.Errorf("arm %s: server exited during %s: %w", s.arm, st, s.inst.Err())
+	case <-t.C:
+	}
+	return fmt.Errorf("arm %s %s: %w", s.arm, st, err)
 }
 
 func us(h *hdrhistogram.Histogram, q float64) float64 {
