@@ -40,6 +40,7 @@ type options struct {
 	h2c         bool
 	message     string
 	exitCode    int
+	noReflect   bool
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.BoolVar(&o.h2c, "h2c", false, "http mode: also serve HTTP/2 without TLS (prior knowledge)")
 	flag.StringVar(&o.message, "message", "testserver: cannot start: configuration missing", "exit mode: the line printed to stderr")
 	flag.IntVar(&o.exitCode, "exit-code", 3, "exit mode: the exit status")
+	flag.BoolVar(&o.noReflect, "no-reflection", false, "grpc mode: do not register the reflection service")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -117,7 +119,9 @@ func serveGRPC(ctx context.Context, lis net.Listener, o options) error {
 	echopb.RegisterEchoServer(srv, echo.Service{})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
-	reflection.Register(srv)
+	if !o.noReflect {
+		reflection.Register(srv)
+	}
 	if o.notReadyFor != 0 {
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 		if o.notReadyFor > 0 {
