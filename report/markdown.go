@@ -252,6 +252,50 @@ func (r *Report) coldTable(m *mdw, c *Campaign) {
 		m.p(" PSS idle from density campaign %s.", strings.Join(dens, ", "))
 	}
 	m.p("\n\n")
+	phaseTable(m, c)
+}
+
+// phaseTable shows where each cold start's time went: the median time
+// from spawn to each phase (launcher phases included: runc's bundle_ready,
+// Knative's pod_scheduled, ...), in the order they happen.
+func phaseTable(m *mdw, c *Campaign) {
+	at := map[string]float64{}
+	for _, s := range c.Summaries {
+		for name, v := range s.PhasesMs {
+			if v > at[name] {
+				at[name] = v
+			}
+		}
+	}
+	if len(at) == 0 {
+		return
+	}
+	names := make([]string, 0, len(at))
+	for n := range at {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if at[names[i]] != at[names[j]] {
+			return at[names[i]] < at[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	header := append([]string{"arm", "budget"}, names...)
+	var rows [][]string
+	for _, s := range sortedSummaries(c.Summaries) {
+		row := []string{s.Arm, s.Budget}
+		for _, n := range names {
+			v, ok := s.PhasesMs[n]
+			if !ok {
+				row = append(row, "")
+				continue
+			}
+			row = append(row, ms(v))
+		}
+		rows = append(rows, row)
+	}
+	m.p("Phases, median ms from spawn (%s):\n\n", c.Label)
+	m.table(header, rows)
 }
 
 func sortedSummaries(in []Summary) []Summary {

@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -27,13 +29,19 @@ type Plot struct {
 // per idle instance; per steady campaign, the latency percentiles per arm
 // and protocol of one step, and calls/s and server CPU per call across
 // budgets. It returns the plots in the order the Markdown shows them.
-func (r *Report) Plots(dir string) ([]Plot, error) {
+func (r *Report) Plots(dir string) ([]Plot, error) { return r.PlotsAs(dir, "svg") }
+
+// PlotsAs is Plots in another image format: "svg" or "png".
+func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
+	if format != "svg" && format != "png" {
+		return nil, fmt.Errorf("plot format %q, want svg or png", format)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create plots dir: %w", err)
 	}
 	var out []Plot
 	save := func(p *plot.Plot, c *Campaign, kind, name, title string) error {
-		file := fileName(c.Label + "_" + name + ".svg")
+		file := fileName(c.Label + "_" + name + "." + format)
 		p.Title.Text = title
 		if err := p.Save(16*vg.Centimeter, 10*vg.Centimeter, filepath.Join(dir, file)); err != nil {
 			return fmt.Errorf("write plot %s: %w", file, err)
@@ -122,6 +130,11 @@ func cdfPlot(c *Campaign, budget string) (*plot.Plot, bool, error) {
 		n++
 	}
 	p.Add(plotter.NewGrid())
+	if p.X.Min > 0 && p.X.Max > 10*p.X.Min {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks{}
+		p.X.Label.Text = "spawn → first RPC (ms, log)"
+	}
 	return p, n > 0, nil
 }
 
@@ -152,6 +165,7 @@ func densityPlot(c *Campaign) (*plot.Plot, error) {
 	p.Legend.Add("RSS", br)
 	p.Legend.Top = true
 	p.NominalX(names...)
+	headroom(p)
 	return p, nil
 }
 
@@ -182,7 +196,7 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 		p := plot.New()
 		p.Y.Label.Text = "latency (µs, log)"
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 		p.NominalX("p50", "p90", "p99", "p99.9", "max")
 		p.Legend.Top, p.Legend.Left = true, true
 		for i, s := range rows {
@@ -252,7 +266,32 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 			p.Legend.Add(k.arm+" "+k.proto, l, sc)
 		}
 		p.Add(plotter.NewGrid())
+		headroom(p)
 		out = append(out, namedPlot{p, m.name, m.title})
 	}
 	return out, nil
+}
+
+// headroom starts the Y axis at zero and leaves the top quarter free for
+// the legend.
+func headroom(p *plot.Plot) {
+	p.Y.Min = 0
+	p.Y.Max *= 1.35
+}
+
+// logTicks labels 1, 2 and 5 times each power of ten on a log axis.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v < min || v > max {
+				continue
+			}
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+		}
+	}
+	return ts
 }

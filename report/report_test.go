@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -200,6 +201,33 @@ func TestPlots(t *testing.T) {
 		if root != "svg" || paths < 3 {
 			t.Errorf("%s: root <%s>, %d paths; want an <svg> with something drawn", p.File, root, paths)
 		}
+	}
+}
+
+func TestPlotsPNG(t *testing.T) {
+	r := load(t, "testdata/20261130-031000_density.jsonl")
+	dir := t.TempDir()
+	plots, err := r.PlotsAs(dir, "png")
+	if err != nil {
+		t.Fatalf("PlotsAs(png) = %v", err)
+	}
+	if len(plots) != 1 {
+		t.Fatalf("PlotsAs(png) wrote %d plots, want 1", len(plots))
+	}
+	f, err := os.Open(filepath.Join(dir, plots[0].File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", plots[0].File, err)
+	}
+	if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
+		t.Errorf("%s is %v, want a plot-sized image", plots[0].File, b)
+	}
+	if _, err := r.PlotsAs(dir, "gif"); err == nil {
+		t.Errorf("PlotsAs(gif) = nil error, want one")
 	}
 }
 

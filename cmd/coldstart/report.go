@@ -24,6 +24,8 @@ type reportOptions struct {
 	// Plots is the directory for SVG plots ("" = plots/ beside Out, none
 	// on stdout; "-" = no plots).
 	Plots string
+	// PlotFormat is svg or png.
+	PlotFormat string
 	// Title heads the Markdown document.
 	Title string
 	// stderr gets the warnings about input lines not used.
@@ -31,7 +33,7 @@ type reportOptions struct {
 }
 
 func newReportCmd(run func(context.Context, *reportOptions, io.Writer) error) *cobra.Command {
-	o := &reportOptions{Format: "markdown", Title: "coldstart report"}
+	o := &reportOptions{Format: "markdown", PlotFormat: "svg", Title: "coldstart report"}
 	cmd := &cobra.Command{
 		Use:   "report [flags] [FILE.jsonl... | DIR...]",
 		Short: "Turn results files into a dated Markdown report with plots and recommendations, or benchstat text",
@@ -62,6 +64,7 @@ named file:line on stderr and in the report, and the rest is reported.`,
 	f.StringVarP(&o.Format, "output", "o", o.Format, "output format: markdown or benchstat")
 	f.StringVar(&o.Out, "out", "", "write to this file, atomically (\"\" = stdout)")
 	f.StringVar(&o.Plots, "plots", "", "directory for SVG plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
+	f.StringVar(&o.PlotFormat, "plot-format", o.PlotFormat, "image format of the plots: svg or png")
 	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown document")
 	return cmd
 }
@@ -75,6 +78,9 @@ func (o *reportOptions) validate() error {
 		}
 	default:
 		return fmt.Errorf("--output: unknown format %q (known: markdown, benchstat)", o.Format)
+	}
+	if o.PlotFormat != "svg" && o.PlotFormat != "png" {
+		return fmt.Errorf("--plot-format: unknown format %q (known: svg, png)", o.PlotFormat)
 	}
 	if o.Out != "" {
 		if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
@@ -117,7 +123,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		}
 		mo := report.MarkdownOptions{Title: o.Title}
 		if dir := o.plotsDir(); dir != "" {
-			if mo.Plots, err = r.Plots(dir); err != nil {
+			if mo.Plots, err = r.PlotsAs(dir, o.PlotFormat); err != nil {
 				return err
 			}
 			// Links are relative to the Markdown file (the working

@@ -22,13 +22,16 @@ func TestReportFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", args: nil,
-			want: reportOptions{Paths: []string{"results"}, Format: "markdown", Title: "coldstart report"}},
+			want: reportOptions{Paths: []string{"results"}, Format: "markdown", PlotFormat: "svg", Title: "coldstart report"}},
 		{name: "files and out", args: []string{"--out", "PERFORMANCE.md", "--title", "Performance", "a.jsonl", "results/"},
-			want: reportOptions{Paths: []string{"a.jsonl", "results/"}, Format: "markdown", Out: "PERFORMANCE.md", Title: "Performance"}},
+			want: reportOptions{Paths: []string{"a.jsonl", "results/"}, Format: "markdown", PlotFormat: "svg", Out: "PERFORMANCE.md", Title: "Performance"}},
 		{name: "benchstat", args: []string{"-o", "benchstat", "x.jsonl"},
-			want: reportOptions{Paths: []string{"x.jsonl"}, Format: "benchstat", Title: "coldstart report"}},
+			want: reportOptions{Paths: []string{"x.jsonl"}, Format: "benchstat", PlotFormat: "svg", Title: "coldstart report"}},
 		{name: "plots dir", args: []string{"--plots", "docs/img"},
-			want: reportOptions{Paths: []string{"results"}, Format: "markdown", Plots: "docs/img", Title: "coldstart report"}},
+			want: reportOptions{Paths: []string{"results"}, Format: "markdown", PlotFormat: "svg", Plots: "docs/img", Title: "coldstart report"}},
+		{name: "png plots", args: []string{"--plot-format", "png"},
+			want: reportOptions{Paths: []string{"results"}, Format: "markdown", PlotFormat: "png", Title: "coldstart report"}},
+		{name: "unknown plot format", args: []string{"--plot-format", "gif"}, wantErr: `--plot-format: unknown format "gif" (known: svg, png)`},
 		{name: "unknown format", args: []string{"-o", "html"}, wantErr: `--output: unknown format "html" (known: markdown, benchstat)`},
 		{name: "plots with benchstat", args: []string{"-o", "benchstat", "--plots", "p"}, wantErr: "--plots: plots go with -o markdown"},
 		{name: "out is a dir", args: []string{"--out", os.TempDir()}, wantErr: "--out: " + os.TempDir() + " is a directory"},
@@ -66,7 +69,7 @@ func TestRunReport(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "PERFORMANCE.md")
 	var stderr bytes.Buffer
-	o := &reportOptions{Paths: []string{"../../report/testdata", "../../report/testdata/bad"}, Format: "markdown", Out: out, Title: "Performance", stderr: &stderr}
+	o := &reportOptions{Paths: []string{"../../report/testdata", "../../report/testdata/bad"}, Format: "markdown", PlotFormat: "svg", Out: out, Title: "Performance", stderr: &stderr}
 	if err := runReport(context.Background(), o, io.Discard); err != nil {
 		t.Fatalf("runReport() = %v", err)
 	}
