@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 const cfsPeriod = 100000
 
 // cgroupV1 is one placement's cgroup in the v1 cpu, cpuacct, memory (and,
-// with a CPU set, cpuset) hierarchies, at /<Parent>/<id> in each.
+// with a CPU set, cpuset) hierarchies, at <parent>/<id> in each.
 //
 // A process cannot be cloned into a v1 cgroup. Instead the forking thread
 // (locked, never the thread group leader) joins the cgroup by writing its
@@ -34,14 +35,15 @@ type cgroupV1 struct {
 	cg    cgroup1.Cgroup
 	subs  []cgroup1.Name // controllers the cgroup exists in
 	move  []cgroup1.Name // of those, one per distinct hierarchy (co-mounts)
-	// madeParent lists the Parent directories this placement created.
-	madeParent []string
+	// madeParents lists the parent directories this placement created,
+	// deepest first.
+	madeParents []string
 }
 
 var _ cgroup = (*cgroupV1)(nil)
 
-func newCgroupV1(root, id string, b Budget) (_ *cgroupV1, err error) {
-	c := &cgroupV1{root: root, group: "/" + Parent + "/" + id}
+func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
+	c := &cgroupV1{root: root, group: path.Join(parent, id)}
 	type ctl struct {
 		name     cgroup1.Name
 		required bool
@@ -78,9 +80,7 @@ func newCgroupV1(root, id string, b Budget) (_ *cgroupV1, err error) {
 		if !seen[real] {
 			seen[real] = true
 			c.move = append(c.move, k.name)
-			if _, err := os.Lstat(filepath.Join(real, Parent)); errors.Is(err, os.ErrNotExist) {
-				c.madeParent = append(c.madeParent, filepath.Join(real, Parent))
-			}
+			c.madeParents = append(c.madeParents, missingDirs(real, parent)...)
 		}
 		c.subs = append(c.subs, k.name)
 		switch k.name {
@@ -251,11 +251,29 @@ func (c *cgroupV1) removeDirs() {
 	c.removeParents()
 }
 
-// removeParents removes the Parent directories this placement created,
+// removeParents removes the parent directories this placement created,
 // when empty: rmdir never removes a cgroup with children, so another run's
 // cgroup keeps it (it is then left behind, empty).
-func (c *cgroupV1) removeParents() {
-	for _, d := range c.madeParent {
+func (c *cgroupV1) removeParents() { removeDirs(c.madeParents) }
+
+// missingDirs lists the directories of cgroup path parent under root that
+// do not exist yet, deepest first.
+func missingDirs(root, parent string) []string {
+	var out []string
+	for p := parent; p != "/" && p != "."; p = path.Dir(p) {
+		d := filepath.Join(root, p)
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// removeDirs removes empty cgroup directories, in order, ignoring those
+// that are gone or still in use.
+func removeDirs(dirs []string) {
+	for _, d := range dirs {
 		_ = unix.Rmdir(d)
 	}
 }

