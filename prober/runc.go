@@ -212,6 +212,11 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
 	}
+	if s.Target.Network == "unix" {
+		if err := socketDirFor(fs, s); err != nil {
+			return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+		}
+	}
 	c := &container{
 		arm: s.Arm, id: s.ID, runc: bin, root: r.Root, grace: r.grace(), log: s.Log,
 		bundle: filepath.Join(r.workDir(), s.ID),
@@ -650,6 +655,36 @@ func nofile() specs.POSIXRlimit {
 		l.Soft = l.Hard
 	}
 	return l
+}
+
+// socketDirFor lets the image's user create the Unix socket: the socket's
+// directory is bind-mounted into the container, and a root-owned directory
+// that others cannot write (a fresh os.MkdirTemp, 0700) is handed to that
+// user. The prober, as root, still reaches the socket.
+func socketDirFor(fs *Rootfs, s Spec) error {
+	dir := filepath.Dir(s.Target.Address)
+	u, err := imageUser(fs.Dir, fs.Config.User)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || u.UID == 0 || st.Uid == u.UID || fi.Mode().Perm()&0o002 != 0 {
+		return nil
+	}
+	if st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("socket directory %s: owned by uid %d and not writable by the image's user %d: make it writable (chmod 1777) or use TCP", dir, st.Uid, u.UID)
+	}
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, "+ chown %d:%d %s\n", u.UID, u.GID, dir)
+	}
+	if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+		return fmt.Errorf("socket directory %s: hand it to the image's user: %w", dir, err)
+	}
+	return nil
 }
 
 // resources turns a budget into cgroup settings runc writes.
