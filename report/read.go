@@ -161,10 +161,9 @@ type SteadyRow struct {
 	FirstError         string   `json:"first_error"`
 }
 
-// SteadyKinds are the record kinds read as steady-state rows. steady run's
-// command had not settled its kind when this was written; every name it
-// may use is accepted.
-var SteadyKinds = []string{"steady", "row", "step", "steady_row"}
+// SteadyKinds are the record kinds read as steady-state rows: `steady run`
+// writes each steady.Row as "step".
+var SteadyKinds = []string{"step"}
 
 // Campaign is one results file.
 type Campaign struct {
