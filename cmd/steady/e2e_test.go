@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/steady"
+)
+
+func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
+
+// TestRunEndToEnd runs the command on the sample server and checks stdout
+// (JSON rows) and the results file (provenance, then one step per row).
+func TestRunEndToEnd(t *testing.T) {
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	dir := t.TempDir()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"run", "--bin", "default=" + bin, "--protocol", "grpc,http1", "--concurrency", "1,4",
+		"--warmup", "50", "--calls", "300", "-o", "json", "--results-dir", dir,
+		"--", "--addr={addr}", "--http-addr={http_addr}"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var rows []steady.Row
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("stdout is not JSON rows: %v\n%s", err, out.String())
+	}
+	if len(rows) != 4 {
+		t.Fatalf("got %d rows, want 4 (grpc and http1, sequential and 4-way)", len(rows))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*_steady.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("results files %v, want one *_steady.jsonl", files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var kinds []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var rec struct {
+			Kind  string `json:"kind"`
+			Calls int64  `json:"calls"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("results line %q: %v", sc.Text(), err)
+		}
+		kinds = append(kinds, rec.Kind)
+		if rec.Kind == "step" && rec.Calls != 300 {
+			t.Errorf("step record with %d calls, want 300", rec.Calls)
+		}
+	}
+	if want := []string{"provenance", "step", "step", "step", "step"}; !equal(kinds, want) {
+		t.Errorf("results kinds %v, want %v", kinds, want)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/steady"
+)
+
+// samplePkg is the bundled sample server, built when no PKG or --bin is
+// given.
+const samplePkg = "github.com/coldstart-go/coldstart/examples/echo"
+
+// runOptions are steady run's flags, as typed; validate parses them into
+// cfg.
+type runOptions struct {
+	Pkg          string
+	Bins         []string
+	ServerArgs   []string
+	Env          []string
+	Protocols    string
+	Scenarios    string
+	Payloads     string
+	Concurrency  string
+	Conns        string
+	Pipeline     string
+	Warmup       int
+	Calls        int
+	Duration     time.Duration
+	Rate         float64
+	Ramp         bool
+	RampStep     float64
+	RampMax      float64
+	RampP99      time.Duration
+	RampErrors   float64
+	MaxInFlight  int
+	HTTPPath     string
+	Budgets      budget.List
+	PinServer    string
+	PinGenerator string
+	Output       render.Format
+	ResultsDir   string
+	Verbose      bool
+
+	positional []string
+	cfg        steady.Config // filled by validate
+	genCPUs    []int
+}
+
+func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
+	o := &runOptions{
+		Protocols: "grpc", Payloads: "8B", Concurrency: "1,32", Conns: "1", Pipeline: "1",
+		Warmup: 20000, Calls: 50000, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
+		MaxInFlight: 128, HTTPPath: "/echo", Output: render.Table, ResultsDir: "results",
+		Budgets: budget.List{Budgets: []budget.Budget{{}}},
+	}
+	cmd := &cobra.Command{
+		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
+		Short: "Warm each server, load it, and report latency, throughput, CPU and allocation per call, memory",
+		Long: `run builds PKG (default: the bundled sample server) or takes --bin binaries, starts each
+once per budget, waits for it to be ready, and for each protocol and payload size runs
+the scenarios: sequential (one call in flight), throughput (each --concurrency level
+over each --conns count, or HTTP/1.1 pipelined --pipeline deep), stream (EchoStream
+ping-pong), open (--rate calls/s for --duration, latency from each call's intended
+send time) or ramp (the rate raised by --ramp-step until p99 or the error rate crosses
+its limit; the last step under it is the knee). Each window follows --warmup uncounted
+calls. The server's CPU per call comes from /proc (all threads); allocation per call
+and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_ADDR.
+
+Server arguments after -- may name {addr}, {port}, {http_addr} and {debug_addr}; HTTP
+load goes to {http_addr} when they name it, else to {addr} ($PORT).`,
+		Example: `  steady run --warmup 2000 --calls 20000
+  steady run --protocol grpc,http1 --payload 8B,1KiB,64KiB --concurrency 1,32 --conns 1,8
+  steady run --rate 2000 --duration 10s
+  steady run --ramp --rate 2000 --ramp-step 2000 --duration 5s
+  steady run --pin-server 0 --pin-generator 1
+  steady run --bin api=./api --protocol http1,h2c --pipeline 1,16,64`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := cmd.ArgsLenAtDash(); n >= 0 {
+				o.ServerArgs = args[n:]
+				args = args[:n]
+			}
+			o.positional = args
+			if len(args) > 0 {
+				o.Pkg = args[0]
+			}
+			if err := o.validate(cmd); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Bins, "bin", nil, "a prebuilt server binary, ARM=PATH or PATH (repeatable; replaces PKG)")
+	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server, K=V (repeatable)")
+	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c")
+	f.StringVar(&o.Scenarios, "scenario", "", "scenarios, comma-separated: sequential, throughput, stream, open, ramp (\"\" = sequential,throughput; open with --rate; ramp with --ramp)")
+	f.StringVar(&o.Payloads, "payload", o.Payloads, "payload sizes, comma-separated, in B, KiB, MiB, kB or MB (e.g. 8B,1KiB,64KiB)")
+	f.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "calls in flight for throughput and stream, comma-separated")
+	f.StringVar(&o.Conns, "conns", o.Conns, "connections for gRPC and h2c, comma-separated (streams per connection = concurrency/conns)")
+	f.StringVar(&o.Pipeline, "pipeline", o.Pipeline, "HTTP/1.1 pipelining depths, comma-separated (1 = plain keep-alive; connections = concurrency/depth)")
+	f.IntVar(&o.Warmup, "warmup", o.Warmup, "uncounted calls before each measured window (0 = none)")
+	f.IntVar(&o.Calls, "calls", o.Calls, "calls per closed-loop window (ignored when --duration is set)")
+	f.DurationVar(&o.Duration, "duration", 0, "length of each open-loop window, and of closed-loop windows when set (0 = --calls)")
+	f.Float64Var(&o.Rate, "rate", 0, "open-loop rate in calls/s (needs --duration); the ramp's first rate")
+	f.BoolVar(&o.Ramp, "ramp", false, "raise the open-loop rate step by step until p99 or the error rate crosses its limit")
+	f.Float64Var(&o.RampStep, "ramp-step", 0, "calls/s added at each ramp step (0 = --rate)")
+	f.Float64Var(&o.RampMax, "ramp-max", 0, "highest ramp rate in calls/s (0 = 100 × --rate)")
+	f.DurationVar(&o.RampP99, "ramp-p99", o.RampP99, "the ramp stops when p99 exceeds this")
+	f.Float64Var(&o.RampErrors, "ramp-errors", o.RampErrors, "the ramp stops when the error rate (0..1) exceeds this")
+	f.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "open loop: most calls outstanding at once (late calls wait; their wait counts)")
+	f.StringVar(&o.HTTPPath, "http-path", o.HTTPPath, "path HTTP load POSTs {\"payload\": base64} to")
+	f.Var(&o.Budgets, "budget", "CPU and memory budgets, ';'-separated: cpus=0, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max")
+	f.StringVar(&o.PinServer, "pin-server", "", "CPUs for the server, e.g. 0 (same as --budget cpus=LIST)")
+	f.StringVar(&o.PinGenerator, "pin-generator", "", "CPUs for steady itself, e.g. 1 (\"\" = not pinned); servers then default to the other CPUs")
+	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
+	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "progress and every spawned command line on stderr")
+	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
+	return cmd
+}
+
+// validate checks every flag and fills o.cfg, naming the flag in errors.
+func (o *runOptions) validate(cmd *cobra.Command) error {
+	c := &o.cfg
+	if len(o.positional) > 1 {
+		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.positional)
+	}
+	if len(o.Bins) > 0 && o.Pkg != "" {
+		return fmt.Errorf("--bin and PKG %s: give one or the other", o.Pkg)
+	}
+	seen := map[string]bool{}
+	for _, b := range o.Bins {
+		name, path, ok := strings.Cut(b, "=")
+		if !ok {
+			name, path = "default", b
+		}
+		if name == "" || path == "" {
+			return fmt.Errorf("--bin: %q, want ARM=PATH or PATH", b)
+		}
+		if seen[name] {
+			return fmt.Errorf("--bin: arm %q given twice", name)
+		}
+		seen[name] = true
+		c.Arms = append(c.Arms, steady.Arm{Name: name, Path: path})
+	}
+	for _, e := range o.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("--env: %q, want K=V", e)
+		}
+	}
+	for _, p := range strings.Split(o.Protocols, ",") {
+		c.Protocols = append(c.Protocols, steady.Protocol(strings.TrimSpace(p)))
+	}
+	var err error
+	if c.Payloads, err = steady.ParseSizes(o.Payloads); err != nil {
+		return fmt.Errorf("--payload: %w", err)
+	}
+	if c.Concurrency, err = steady.ParseCounts(o.Concurrency); err != nil {
+		return fmt.Errorf("--concurrency: %w", err)
+	}
+	if c.Conns, err = steady.ParseCounts(o.Conns); err != nil {
+		return fmt.Errorf("--conns: %w", err)
+	}
+	if c.Pipeline, err = steady.ParseCounts(o.Pipeline); err != nil {
+		return fmt.Errorf("--pipeline: %w", err)
+	}
+	switch {
+	case o.Scenarios != "":
+		for _, s := range strings.Split(o.Scenarios, ",") {
+			c.Scenarios = append(c.Scenarios, steady.Scenario(strings.TrimSpace(s)))
+		}
+	case o.Ramp:
+		c.Scenarios = []steady.Scenario{steady.Ramp}
+	case o.Rate > 0:
+		c.Scenarios = []steady.Scenario{steady.Open}
+	}
+	if o.Ramp && o.Rate == 0 {
+		return errors.New("--ramp: needs --rate (the first step's calls/s) and --duration")
+	}
+	if o.Rate > 0 && o.Duration == 0 {
+		return errors.New("--rate: needs --duration (how long each open-loop step runs)")
+	}
+	if o.Warmup < 0 {
+		return fmt.Errorf("--warmup: %d, want 0 or more calls", o.Warmup)
+	}
+	if o.Calls < 1 {
+		return fmt.Errorf("--calls: %d, want at least 1", o.Calls)
+	}
+	if o.MaxInFlight < 1 {
+		return fmt.Errorf("--max-in-flight: %d, want at least 1", o.MaxInFlight)
+	}
+	if o.RampStep < 0 || o.RampMax < 0 || o.RampErrors < 0 || o.RampP99 < 0 {
+		return errors.New("--ramp-step, --ramp-max, --ramp-p99, --ramp-errors: want values ≥ 0")
+	}
+	c.Warmup = o.Warmup
+	if o.Warmup == 0 {
+		c.Warmup = -1 // none
+	}
+	c.Calls, c.Duration, c.Rate = o.Calls, o.Duration, o.Rate
+	c.RampStep, c.RampMax, c.RampP99, c.RampErrors = o.RampStep, o.RampMax, o.RampP99, o.RampErrors
+	c.MaxInFlight, c.HTTPPath = o.MaxInFlight, o.HTTPPath
+	c.Budgets = o.Budgets.Budgets
+	if o.PinServer != "" {
+		b, err := budget.ParseOne("cpus=" + o.PinServer)
+		if err != nil {
+			return fmt.Errorf("--pin-server: %w", errors.Unwrap(err))
+		}
+		c.Budgets = []budget.Budget{b}
+	}
+	if o.PinGenerator != "" {
+		b, err := budget.ParseOne("cpus=" + o.PinGenerator)
+		if err != nil {
+			return fmt.Errorf("--pin-generator: %w", errors.Unwrap(err))
+		}
+		o.genCPUs = b.CPUs
+	}
+	// Arms are filled from PKG at run time; check the rest with a stand-in.
+	check := *c
+	if len(check.Arms) == 0 {
+		check.Arms = []steady.Arm{{Name: "default", Path: "server"}}
+	}
+	return check.Validate()
+}
+
+// runSteady builds or takes the arms, runs steady, and writes the rows.
+func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
+	cfg := o.cfg
+	if o.Verbose {
+		cfg.Log, cfg.Verbose = os.Stderr, true
+	}
+	if len(cfg.Arms) == 0 {
+		dir, err := os.MkdirTemp("", "steady-build-")
+		if err != nil {
+			return fmt.Errorf("create build dir: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		pkg := o.Pkg
+		if pkg == "" {
+			pkg = samplePkg
+		}
+		bin := filepath.Join(dir, "server")
+		if err := goBuild(ctx, cfg.Log, pkg, bin); err != nil {
+			return err
+		}
+		arm := steady.Arm{Name: "default", Path: bin}
+		if o.Pkg == "" && len(o.ServerArgs) == 0 {
+			arm.Args = steady.SampleArgs
+		}
+		cfg.Arms = []steady.Arm{arm}
+	}
+	for i := range cfg.Arms {
+		if len(o.ServerArgs) > 0 {
+			cfg.Arms[i].Args = o.ServerArgs
+		}
+		cfg.Arms[i].Env = o.Env
+	}
+	if len(o.genCPUs) > 0 {
+		if err := pinGenerator(&cfg, o.genCPUs); err != nil {
+			return err
+		}
+	}
+	prov := provenance.Collect("steady", os.Args)
+	rf, err := resultfile.Create(o.ResultsDir, "steady", prov)
+	if err != nil {
+		return err
+	}
+	var rows []steady.Row
+	err = steady.Run(ctx, cfg, func(r steady.Row) error {
+		rows = append(rows, r)
+		return rf.Add("step", r)
+	})
+	fmt.Fprintf(os.Stderr, "steady: results in %s\n", rf.Path())
+	if len(rows) > 0 {
+		if rerr := render.Write(w, o.Output, rows); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// pinGenerator pins steady to cpus and gives budgets without a CPU set the
+// CPUs it leaves free, so the server does not inherit the generator's.
+func pinGenerator(cfg *steady.Config, cpus []int) error {
+	all, err := budget.AllowedCPUs()
+	if err != nil {
+		return fmt.Errorf("--pin-generator: %w", err)
+	}
+	var rest []int
+	for _, c := range all {
+		if !contains(cpus, c) {
+			rest = append(rest, c)
+		}
+	}
+	if len(rest) == 0 {
+		rest = all
+	}
+	for i, b := range cfg.Budgets {
+		if len(b.CPUs) == 0 {
+			cfg.Budgets[i].CPUs = rest
+		}
+	}
+	cfg.GeneratorCPUs = cpus
+	return nil
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func goBuild(ctx context.Context, log io.Writer, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	if log != nil {
+		fmt.Fprintf(log, "+ go build -o %s %s\n", out, pkg)
+	}
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/steady"
+)
+
+// parse runs `steady run args` with a run function that only records the
+// options.
+func parse(t *testing.T, args ...string) (*runOptions, error) {
+	t.Helper()
+	var got *runOptions
+	cmd := newRunCmd(func(_ context.Context, o *runOptions, _ io.Writer) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	return got, err
+}
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want steady.Config
+		pkg  string
+		srv  []string
+	}{
+		{
+			name: "defaults",
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}},
+			},
+		},
+		{
+			name: "lists and open loop",
+			args: []string{"--protocol", "grpc,http1", "--payload", "8B,1KiB,64KiB", "--concurrency", "1,32", "--conns", "1,8",
+				"--pipeline", "16,64", "--rate", "2000", "--duration", "10s", "--warmup", "0", "./cmd/api", "--", "--listen={addr}"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC, steady.HTTP1}, Payloads: []int{8, 1024, 65536},
+				Concurrency: []int{1, 32}, Conns: []int{1, 8}, Pipeline: []int{16, 64},
+				Scenarios: []steady.Scenario{steady.Open}, Rate: 2000, Duration: 10 * time.Second,
+				Warmup: -1, Calls: 50000, RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128,
+				HTTPPath: "/echo", Budgets: []budget.Budget{{}},
+			},
+			pkg: "./cmd/api",
+			srv: []string{"--listen={addr}"},
+		},
+		{
+			name: "bins, ramp, pinning",
+			args: []string{"--bin", "default=/bin/a", "--bin", "pgo=/bin/b", "--ramp", "--rate", "1000", "--duration", "2s",
+				"--pin-server", "0", "--pin-generator", "1"},
+			want: steady.Config{
+				Arms:      []steady.Arm{{Name: "default", Path: "/bin/a"}, {Name: "pgo", Path: "/bin/b"}},
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Scenarios: []steady.Scenario{steady.Ramp}, Rate: 1000,
+				Duration: 2 * time.Second, Warmup: 20000, Calls: 50000, RampP99: 10 * time.Millisecond,
+				RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo", Budgets: []budget.Budget{{CPUs: []int{0}}},
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(t, tt.args...)
+			if err != nil {
+				t.Fatalf("parse(%q) = %v", tt.args, err)
+			}
+			if diff := cmp.Diff(tt.want, o.cfg, cmpopts.IgnoreUnexported(steady.Config{})); diff != "" {
+				t.Errorf("parse(%q) config (-want +got):\n%s", tt.args, diff)
+			}
+			if o.Pkg != tt.pkg || !cmp.Equal(o.ServerArgs, tt.srv, cmpopts.EquateEmpty()) {
+				t.Errorf("parse(%q): PKG %q args %q, want %q %q", tt.args, o.Pkg, o.ServerArgs, tt.pkg, tt.srv)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency: 0, want at least 1"},
+		{[]string{"--concurrency", "1,x"}, `--concurrency: "x" is not a whole number`},
+		{[]string{"--conns", "0"}, "--conns"},
+		{[]string{"--pipeline", "0"}, "--pipeline"},
+		{[]string{"--payload", "1kb"}, `--payload: unknown unit "kb" in "1kb"`},
+		{[]string{"--rate", "100"}, "--rate: needs --duration"},
+		{[]string{"--ramp", "--duration", "1s"}, "--ramp: needs --rate"},
+		{[]string{"--protocol", "quic"}, `--protocol: unknown protocol "quic"`},
+		{[]string{"--scenario", "soak"}, `--scenario: unknown scenario "soak"`},
+		{[]string{"--scenario", "open", "--duration", "1s"}, "--rate"},
+		{[]string{"--bin", "a=", "x"}, "--bin"},
+		{[]string{"--bin", "/bin/a", "./pkg"}, "--bin and PKG"},
+		{[]string{"--bin", "a=/x", "--bin", "a=/y"}, `--bin: arm "a" given twice`},
+		{[]string{"--env", "NOEQUALS"}, "--env"},
+		{[]string{"--budget", "cpus=0", "--pin-server", "0"}, "pin-server"},
+		{[]string{"--budget", "gpus=1"}, "--budget"},
+		{[]string{"-o", "yaml"}, "yaml"},
+		{[]string{"a", "b"}, "at most one PKG"},
+	} {
+		_, err := parse(t, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parse(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestHelp keeps the help text honest about units and defaults.
+func TestHelp(t *testing.T) {
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"run", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"--payload", "KiB", "--rate", "calls/s", "--pipeline", "--pin-generator"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("run --help lacks %q", s)
+		}
+	}
+}
