@@ -235,8 +235,8 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 			best[k][s.Budget] = s
 		}
 	}
-	if len(keys) == 0 {
-		return out, nil
+	if len(keys) == 0 || len(budgets) < 2 {
+		return out, nil // one budget: nothing to draw across
 	}
 	for _, m := range []struct {
 		name, title, label string

@@ -379,6 +379,86 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 		}
 	}
 	out = append(out, r.protocolRecs(c, st)...)
+	out = append(out, r.loadRecs(c, st)...)
+	return out
+}
+
+// loadRecs says, for the first arm of each protocol, how server CPU per
+// call changes with the calls in flight, and how calls/s and CPU per call
+// change with the budget: what sizing a budget has to know.
+func (r *Report) loadRecs(c *Campaign, st string) []Recommendation {
+	var out []Recommendation
+	ref := func(s SteadyRow) string {
+		return fmt.Sprintf("%s %s/%s/%s/%s", st, s.Arm, s.Budget, s.Protocol, shapeOf(s))
+	}
+	for _, proto := range budgetsOf(c.Steady, func(s SteadyRow) string { return s.Protocol }) {
+		var arm string
+		for _, s := range c.Steady {
+			if s.Protocol == proto {
+				arm = s.Arm
+				break
+			}
+		}
+		budgets := budgetsOf(c.Steady, func(s SteadyRow) string { return s.Budget })
+		// Concurrency: closed-loop unary steps in the first budget.
+		var lo, hi *SteadyRow
+		for i, s := range c.Steady {
+			if s.Arm != arm || s.Protocol != proto || s.Budget != budgets[0] || s.ServerCPUUsPerCall <= 0 ||
+				(s.Scenario != "sequential" && s.Scenario != "throughput") {
+				continue
+			}
+			if lo == nil || s.Concurrency < lo.Concurrency {
+				lo = &c.Steady[i]
+			}
+			if hi == nil || s.Concurrency > hi.Concurrency {
+				hi = &c.Steady[i]
+			}
+		}
+		if lo != nil && hi != nil && hi.Concurrency > lo.Concurrency {
+			var ct cite
+			ct.add(ref(*lo), lo.Doubt())
+			ct.add(ref(*hi), hi.Doubt())
+			ratio := lo.ServerCPUUsPerCall / hi.ServerCPUUsPerCall
+			advice := ""
+			if ratio >= 1.5 || ratio <= 1/1.5 {
+				advice = ": size CPU budgets from the load's real concurrency, not from one-at-a-time calls"
+			}
+			out = append(out, ct.rec("For %s over %s under %s, server CPU per call goes from %s µs at %d in flight to %s µs at %d (%.1f×) while p50 goes from %s to %s µs%s",
+				arm, proto, budgets[0], us(lo.ServerCPUUsPerCall), lo.Concurrency, us(hi.ServerCPUUsPerCall), hi.Concurrency,
+				ratio, us(lo.P50Us), us(hi.P50Us), advice))
+		}
+		// Budgets: the most-in-flight throughput step measured under every budget.
+		if len(budgets) < 2 {
+			continue
+		}
+		by := map[string]SteadyRow{}
+		for _, s := range c.Steady {
+			if s.Arm != arm || s.Protocol != proto || s.Scenario != "throughput" {
+				continue
+			}
+			if cur, ok := by[s.Budget]; !ok || s.Concurrency > cur.Concurrency {
+				by[s.Budget] = s
+			}
+		}
+		var parts []string
+		var ct cite
+		conc := -1
+		for _, b := range budgets {
+			s, ok := by[b]
+			if !ok || (conc >= 0 && s.Concurrency != conc) {
+				parts = nil
+				break
+			}
+			conc = s.Concurrency
+			ct.add(ref(s), s.Doubt())
+			parts = append(parts, fmt.Sprintf("%s: %.0f calls/s at %s µs CPU per call", b, s.CallsPerS, us(s.ServerCPUUsPerCall)))
+		}
+		if len(parts) == len(budgets) {
+			first, last := by[budgets[0]], by[budgets[len(budgets)-1]]
+			out = append(out, ct.rec("For %s over %s at %d in flight, the budget moves throughput %.2f× from %s to %s (%s)",
+				arm, proto, conc, last.CallsPerS/first.CallsPerS, budgets[0], budgets[len(budgets)-1], strings.Join(parts, "; ")))
+		}
+	}
 	return out
 }
 
