@@ -31,8 +31,10 @@ type Arm struct {
 	// Args returns the server's arguments for a target; nil = none (the
 	// server reads $PORT).
 	Args func(t prober.Target) []string
-	// Env is extra environment for the server.
-	Env []string
+	// Env is extra environment for the server; EnvFor, when set, adds
+	// more that depends on the target (expanded placeholders).
+	Env    []string
+	EnvFor func(t prober.Target) []string
 	// Dir is the server's working directory ("" = ours).
 	Dir string
 	// SizeBytes is the artifact's size, reported beside its figures.
@@ -52,8 +54,12 @@ func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log
 	if a.Args != nil {
 		args = a.Args(t)
 	}
+	env := a.Env
+	if a.EnvFor != nil {
+		env = append(append([]string(nil), env...), a.EnvFor(t)...)
+	}
 	return a.launcher().Launch(ctx, prober.Spec{
-		Arm: a.Name, Path: a.Path, Args: args, Env: a.Env, Dir: a.Dir,
+		Arm: a.Name, Path: a.Path, Args: args, Env: env, Dir: a.Dir,
 		Target: t, Budget: b, ID: prober.NewID(), Log: log,
 	})
 }
@@ -69,7 +75,10 @@ const (
 )
 
 // newTarget picks a fresh address; cleanup removes what it made.
-func newTarget(tr Transport) (prober.Target, func(), error) {
+func newTarget(tr Transport, fixed prober.Target) (prober.Target, func(), error) {
+	if fixed.Address != "" {
+		return fixed, func() {}, nil
+	}
 	if tr == Unix {
 		dir, err := os.MkdirTemp("", "coldstart-sock-")
 		if err != nil {

@@ -21,6 +21,9 @@ type ColdStart struct {
 	// one uncounted warm-up round.
 	Runs      int
 	Transport Transport
+	// Addr is a fixed address for servers that choose their own (zero =
+	// a fresh one per instance).
+	Addr prober.Target
 	// Checker decides readiness (nil = grpc.health.v1 Check).
 	Checker prober.Checker
 	Wait    prober.WaitOptions
@@ -98,7 +101,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				return nil, err
 			}
 			for _, a := range c.Arms {
-				s, err := c.probeOnce(ctx, a, b, checker, all)
+				s, err := c.probeOnce(ctx, a, b, checker, all, run == 0)
 				s.Run, s.Warmup = run, run == 0
 				if rerr := record(s); rerr != nil {
 					return nil, fmt.Errorf("record sample: %w", rerr)
@@ -156,14 +159,14 @@ func firstLine(s string) string {
 
 // probeOnce starts one instance, times it to its first ready RPC, reads its
 // figures, stops it and waits until its address is free again.
-func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checker prober.Checker, all []int) (s prober.Sample, err error) {
+func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checker prober.Checker, all []int, prepare bool) (s prober.Sample, err error) {
 	s = prober.Sample{Arm: a.Name, Budget: b.String()}
 	defer func() {
 		if err != nil {
 			s.Error = err.Error()
 		}
 	}()
-	t, cleanup, err := newTarget(c.Transport)
+	t, cleanup, err := newTarget(c.Transport, c.Addr)
 	if err != nil {
 		return s, err
 	}
@@ -191,6 +194,14 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 			err = werr
 		}
 	}()
+	if prepare {
+		// A probe that must learn from a live server (a gRPC method's
+		// types, by reflection) does so on the uncounted warm-up
+		// instance, so a wrong method fails before anything is measured.
+		if err := prober.Prepare(ctx, inst, t, checker, c.Wait); err != nil {
+			return s, fmt.Errorf("%s: %w", a.Name, err)
+		}
+	}
 	r, werr := prober.WaitReady(ctx, inst, t, checker, c.Wait)
 	s.ProberCPUMs = ms(selfCPU() - ru0)
 	s.Attempts = r.Attempts

@@ -1,0 +1,158 @@
+// Command crosscheck checks coldstart's prober against an independent one.
+//
+// For each binary it alternates two probers over the same fresh processes'
+// kind: coldstart's campaign (connect() check, then a fail-fast health RPC
+// on a fresh channel) and a deliberately plain one written separately here
+// (no connect check, a fresh channel per attempt, a fixed 0.5 ms gap). The
+// medians must agree within ±15%, and no reading may sit at a gRPC reconnect
+// backoff multiple (≥ 1 s) for a server ready in milliseconds.
+//
+//	go run ./bench/crosscheck -n 20 default=/path/to/server static=/path/to/other
+//
+// Servers are started with --addr 127.0.0.1:PORT (the sample server's flag).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+type row struct {
+	Arm             string  `json:"arm"`
+	Runs            int     `json:"runs"`
+	ColdstartMedian float64 `json:"coldstart_median_ms"`
+	PlainMedian     float64 `json:"plain_median_ms"`
+	DiffPct         float64 `json:"diff_pct"`
+	MaxMs           float64 `json:"max_ms"`
+	Agree           bool    `json:"agree"`
+}
+
+func main() {
+	n := flag.Int("n", 20, "cold starts per arm and prober")
+	results := flag.String("results-dir", "results", "where to write the results file")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "crosscheck: name at least one ARM=BINARY")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	rf, err := resultfile.Create(*results, "crosscheck", provenance.Collect("crosscheck", os.Args))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crosscheck:", err)
+		os.Exit(1)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "arm\truns\tcoldstart_median_ms\tplain_median_ms\tdiff_pct\tmax_ms\tagree")
+	failed := false
+	for _, a := range flag.Args() {
+		name, bin, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "crosscheck: %q: want ARM=BINARY\n", a)
+			os.Exit(2)
+		}
+		arm := campaign.Arm{Name: name, Path: bin, Args: func(t prober.Target) []string { return []string{"--addr", t.Address} }}
+		var cs, plain []float64
+		for i := 0; i < *n; i++ {
+			// Interleave the two probers run by run.
+			sums, err := campaign.ColdStart{Arms: []campaign.Arm{arm}, Runs: 1}.Run(ctx, func(prober.Sample) error { return nil })
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "crosscheck:", err)
+				os.Exit(1)
+			}
+			cs = append(cs, sums[0].MedianMs)
+			d, err := plainProbe(ctx, bin)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "crosscheck:", name, err)
+				os.Exit(1)
+			}
+			plain = append(plain, d)
+		}
+		r := row{Arm: name, Runs: *n, ColdstartMedian: median(cs), PlainMedian: median(plain)}
+		r.DiffPct = 100 * (r.ColdstartMedian - r.PlainMedian) / r.PlainMedian
+		r.MaxMs = max(maxOf(cs), maxOf(plain))
+		r.Agree = r.DiffPct >= -15 && r.DiffPct <= 15 && r.MaxMs < 1000
+		failed = failed || !r.Agree
+		if err := rf.Add("crosscheck", r); err != nil {
+			fmt.Fprintln(os.Stderr, "crosscheck:", err)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%+.1f\t%.1f\t%v\n", r.Arm, r.Runs, r.ColdstartMedian, r.PlainMedian, r.DiffPct, r.MaxMs, r.Agree)
+	}
+	tw.Flush()
+	fmt.Fprintln(os.Stderr, "crosscheck: results in", rf.Path())
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// plainProbe starts bin and times its first SERVING health reply the plain
+// way: a new channel per attempt, fail-fast, 0.5 ms apart.
+func plainProbe(ctx context.Context, bin string) (float64, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--addr", addr)
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	for time.Since(start) < 30*time.Second {
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return 0, err
+		}
+		actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		resp, err := healthpb.NewHealthClient(cc).Check(actx, &healthpb.HealthCheckRequest{})
+		cancel()
+		cc.Close()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return float64(time.Since(start)) / float64(time.Millisecond), nil
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+	return 0, fmt.Errorf("not ready within 30s at %s", addr)
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+

@@ -1,0 +1,128 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// ArmsConfig says what to build and how to start what was built.
+type ArmsConfig struct {
+	// Source is the server (zero = the bundled sample server).
+	Source builds.Source
+	Arms   []string
+	Build  builds.Options
+	// Args is the server's argument template (what follows "--"): nil
+	// means the sample server's own flags (--addr {addr} or --unix
+	// {socket}) when building the sample, and no arguments otherwise (the
+	// server reads $PORT).
+	Args []string
+	// Env is extra environment, K=V, with the same placeholders as Args.
+	Env []string
+	Dir string
+	// Transport decides the sample server's default template.
+	Transport Transport
+	// Runc starts the image arm (nil = a default runc launcher).
+	Runc *prober.Runc
+}
+
+// Built is what BuildArms made.
+type Built struct {
+	Arms      []Arm
+	Artifacts []builds.Artifact
+	// Failed names each arm that did not build, with why; the others are
+	// in Arms.
+	Failed []error
+}
+
+// Err joins the failed arms' errors (nil when every arm built).
+func (b Built) Err() error { return errors.Join(b.Failed...) }
+
+// BuildArms builds every arm, keeping going past arms that fail (an arm
+// whose tool is missing does not stop the rest), and turns each artifact
+// into an Arm that starts it.
+func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
+	var out Built
+	src := c.Source
+	sample := false
+	if src.Pkg == "" && src.Bin == "" {
+		s, err := builds.SampleSource()
+		if err != nil {
+			return out, err
+		}
+		src, sample = s, true
+	}
+	tmplArgs := c.Args
+	if tmplArgs == nil && sample {
+		tmplArgs = []string{"--addr", "{addr}"}
+		if c.Transport == Unix {
+			tmplArgs = []string{"--unix", "{socket}"}
+		}
+	}
+	tmpl, err := prober.ParseTemplate(tmplArgs)
+	if err != nil {
+		return out, err
+	}
+	envTmpl, err := prober.ParseTemplate(c.Env)
+	if err != nil {
+		return out, fmt.Errorf("--env: %w", err)
+	}
+	if c.Transport == TCP && tmpl.UsesSocket() {
+		return out, errors.New("server arguments use {socket}: add --transport unix")
+	}
+	if c.Transport == Unix && (tmpl.Uses("addr") || tmpl.Uses("port")) {
+		return out, errors.New("server arguments use {addr}/{port} but --transport is unix: use {socket}")
+	}
+	arts, errs := builds.BuildAll(ctx, src, c.Arms, c.Build)
+	for i, name := range c.Arms {
+		if errs[i] != nil {
+			out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, errs[i]))
+			continue
+		}
+		a := arts[i]
+		out.Artifacts = append(out.Artifacts, a)
+		arm := Arm{Name: name, Path: a.Path, Dir: c.Dir, SizeBytes: a.SizeBytes}
+		if name == builds.ImageArm {
+			r := c.Runc
+			if r == nil {
+				r = &prober.Runc{}
+			}
+			if err := r.Check(); err != nil {
+				out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, err))
+				continue
+			}
+			arm.Launcher, arm.Path = r, a.Image
+		}
+		arm.Args = func(t prober.Target) []string {
+			args, err := tmpl.Expand(prober.VarsFor(t))
+			if err != nil {
+				return nil // ParseTemplate and the transport check rule this out
+			}
+			return args
+		}
+		if len(c.Env) > 0 {
+			arm.EnvFor = func(t prober.Target) []string {
+				env, _ := envTmpl.Expand(prober.VarsFor(t))
+				return env
+			}
+		}
+		out.Arms = append(out.Arms, arm)
+	}
+	if len(out.Arms) == 0 {
+		return out, fmt.Errorf("no arm built: %w", out.Err())
+	}
+	return out, nil
+}
+
+// ArmNames lists arms for messages: "default, upx".
+func ArmNames(as []Arm) string {
+	n := make([]string, len(as))
+	for i, a := range as {
+		n[i] = a.Name
+	}
+	return strings.Join(n, ", ")
+}

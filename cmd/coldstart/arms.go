@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// buildArms builds the arms the flags name and records each artifact in the
+// results file. Arms that fail to build are reported on stderr and in the
+// results file and left out; it fails only when none built.
+func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, transport string) (campaign.Built, error) {
+	arms, err := builds.ParseArms(o.Arms)
+	if err != nil {
+		return campaign.Built{}, fmt.Errorf("--arms: %w", err)
+	}
+	level := builds.UPXLevel("")
+	if err := level.Set(o.UPXLevel); err != nil {
+		return campaign.Built{}, fmt.Errorf("--upx-level: %w", err)
+	}
+	cfg := campaign.ArmsConfig{
+		Source: builds.Source{Pkg: o.Pkg, Bin: o.Bin},
+		Arms:   arms,
+		Build: builds.Options{
+			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration,
+			Progress: o.progress(), Verbose: o.Verbose,
+		},
+		Args: o.ServerArgs, Env: o.Env, Dir: o.Dir, Transport: campaign.Transport(transport),
+	}
+	built, err := campaign.BuildArms(ctx, cfg)
+	for _, a := range built.Artifacts {
+		if rerr := rf.Add("artifact", a); rerr != nil {
+			return built, rerr
+		}
+	}
+	for _, f := range built.Failed {
+		fmt.Fprintf(os.Stderr, "coldstart: not measured: %v\n", f)
+		if rerr := rf.Add("build_error", struct {
+			Error string `json:"error"`
+		}{f.Error()}); rerr != nil {
+			return built, rerr
+		}
+	}
+	return built, err
+}
+
+// fixedAddr parses --addr (zero Target when unset).
+func (o *serverOptions) fixedAddr() (prober.Target, error) {
+	if o.Addr == "" {
+		return prober.Target{}, nil
+	}
+	return prober.ParseAddr(o.Addr)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// densityOptions are coldstart density's flags.
+type densityOptions struct {
+	serverOptions
+	Instances int
+	Transport string
+	Timeout   time.Duration
+	Budget    string
+}
+
+func newDensityCmd(run func(context.Context, *densityOptions, io.Writer) error) *cobra.Command {
+	o := &densityOptions{Instances: 8, Transport: "tcp", Timeout: 30 * time.Second, Budget: "max"}
+	o.serverOptions.defaults()
+	cmd := &cobra.Command{
+		Use:   "density [flags] [PKG] [-- SERVER ARGS...]",
+		Short: "Start N idle instances of each arm side by side and report PSS and RSS per instance",
+		Long: `density starts --instances idle instances of each arm at once, waits until every one
+answers its readiness probe, and reads each one's memory: PSS (shared pages divided among
+the instances sharing them: what one more instance really costs) and RSS. A UPX binary
+unpacks into private memory, so its instances share no pages: PSS shows it, RSS hides it.`,
+		Example: "  coldstart density --instances 8 --arms static,upx",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.setArgs(cmd, args)
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	o.serverOptions.bind(cmd)
+	f := cmd.Flags()
+	f.IntVar(&o.Instances, "instances", o.Instances, "idle instances of each arm to run side by side")
+	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp or unix")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one instance's readiness after this long")
+	f.StringVar(&o.Budget, "budget", o.Budget, "one CPU and memory budget for every instance, e.g. cores=0.5,mem=256Mi (max = none)")
+	return cmd
+}
+
+func (o *densityOptions) validate() error {
+	if err := o.serverOptions.validate(); err != nil {
+		return err
+	}
+	if o.Instances < 1 {
+		return fmt.Errorf("--instances: %d, want at least 1", o.Instances)
+	}
+	if o.Transport != "tcp" && o.Transport != "unix" {
+		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
+	}
+	if _, err := budget.ParseOne(o.Budget); err != nil {
+		return err
+	}
+	return nil
+}
+
+func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
+	b, _ := budget.ParseOne(o.Budget)
+	checker, err := o.checker()
+	if err != nil {
+		return err
+	}
+	prov := provenance.Collect("coldstart", os.Args)
+	rf, err := resultfile.Create(o.ResultsDir, "density", prov)
+	if err != nil {
+		return err
+	}
+	built, err := o.buildArms(ctx, rf, o.Transport)
+	if err != nil {
+		return err
+	}
+	d := campaign.Density{
+		Arms: built.Arms, Budget: b, Instances: o.Instances, Transport: campaign.Transport(o.Transport),
+		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.progress(), Log: o.log(),
+	}
+	rows, err := d.Run(ctx, func(s campaign.DensitySample) error { return rf.Add("density_sample", s) })
+	for _, r := range rows {
+		if aerr := rf.Add("density", r); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	if err != nil {
+		return err
+	}
+	if err := render.Write(w, o.Output, rows); err != nil {
+		return err
+	}
+	return notMeasured(built)
+}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "coldstart",
+		Short: "Measure how each build of a Go gRPC server starts, serves and packs, for scale-to-zero",
+		Long: `coldstart builds one Go main package several ways (default, pgo, static, upx, image),
+starts each build as a fresh process many times and times spawn to first RPC over a
+fresh gRPC channel per probe, under the CPU and memory budgets your pods really get.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newRunCmd(runColdstart),
+		newDensityCmd(runDensity),
+		newReportCmd(runReport),
+	)
+	return root
+}

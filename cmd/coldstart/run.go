@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// runOptions are coldstart run's flags.
+type runOptions struct {
+	serverOptions
+	Runs      int
+	Transport string
+	Timeout   time.Duration
+	PinProber string
+	PinServer string
+	Budgets   string
+}
+
+func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
+	o := &runOptions{Runs: 20, Transport: "tcp", Timeout: 30 * time.Second}
+	o.serverOptions.defaults()
+	cmd := &cobra.Command{
+		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
+		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
+		Long: `run builds each arm of PKG (default: the bundled sample server), then starts each arm as a
+fresh process --runs times, arms interleaved after one uncounted warm-up round, and times
+spawn to first ready RPC over a fresh gRPC channel per attempt. It prints one row per
+arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jsonl as it goes.`,
+		Example: `  coldstart run
+  coldstart run -n 50 --arms default,static,upx
+  coldstart run --budget 'cpus=0;cores=0.5' --arms default,upx
+  coldstart run --bin ./myserver --arms default,upx -- --listen={addr}`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.setArgs(cmd, args)
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	o.serverOptions.bind(cmd)
+	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "counted cold starts per arm and budget (after one warm-up round)")
+	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one cold start after this long")
+	f.StringVar(&o.PinProber, "pin-prober", "", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
+	f.StringVar(&o.PinServer, "pin-server", "", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
+	f.StringVar(&o.Budgets, "budget", "max", "CPU and memory budgets, ';'-separated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max")
+	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
+	return cmd
+}
+
+func (o *runOptions) validate() error {
+	if err := o.serverOptions.validate(); err != nil {
+		return err
+	}
+	if o.Runs < 1 {
+		return fmt.Errorf("--runs: %d, want at least 1", o.Runs)
+	}
+	if o.Transport != "tcp" && o.Transport != "unix" {
+		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
+	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
+	}
+	if _, err := o.budgets(); err != nil {
+		return err
+	}
+	if _, err := o.proberCPUs(); err != nil {
+		return err
+	}
+	if _, err := o.fixedAddr(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (o *runOptions) budgets() ([]budget.Budget, error) {
+	if o.PinServer != "" {
+		b, err := budget.ParseOne("cpus=" + o.PinServer)
+		if err != nil {
+			return nil, fmt.Errorf("--pin-server: %w", errors.Unwrap(err))
+		}
+		return []budget.Budget{b}, nil
+	}
+	return budget.Parse(o.Budgets)
+}
+
+func (o *runOptions) proberCPUs() ([]int, error) {
+	if o.PinProber == "" {
+		return nil, nil
+	}
+	b, err := budget.ParseOne("cpus=" + o.PinProber)
+	if err != nil {
+		return nil, fmt.Errorf("--pin-prober: %w", errors.Unwrap(err))
+	}
+	return b.CPUs, nil
+}
+
+// runColdstart builds the arms and runs the cold-start campaign.
+func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
+	budgets, _ := o.budgets()
+	pcpus, _ := o.proberCPUs()
+	checker, err := o.checker()
+	if err != nil {
+		return err
+	}
+	prov := provenance.Collect("coldstart", os.Args)
+	rf, err := resultfile.Create(o.ResultsDir, "coldstart", prov)
+	if err != nil {
+		return err
+	}
+	built, err := o.buildArms(ctx, rf, o.Transport)
+	if err != nil {
+		return err
+	}
+	addr, _ := o.fixedAddr()
+	c := campaign.ColdStart{
+		Arms: built.Arms, Addr: addr, Budgets: budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport),
+		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, ProberCPUs: pcpus,
+		Progress: o.progress(), Log: o.log(),
+	}
+	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
+	for _, s := range sums {
+		if aerr := rf.Add("summary", s); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	if err != nil {
+		return err
+	}
+	if err := render.Write(w, o.Output, sums); err != nil {
+		return err
+	}
+	return notMeasured(built)
+}
+
+// notMeasured fails a run whose arms did not all build, after the rest were
+// measured and printed.
+func notMeasured(b campaign.Built) error {
+	if err := b.Err(); err != nil {
+		return fmt.Errorf("measured %s only: %w", campaign.ArmNames(b.Arms), err)
+	}
+	return nil
+}
+
+// checker turns --probe and --probe-request into a readiness checker.
+func (o *serverOptions) checker() (prober.Checker, error) {
+	return prober.ParseProbe(o.Probe, o.ProbeBody)
+}
+
+// setArgs splits positional arguments into PKG and the server's arguments
+// after "--".
+func (o *serverOptions) setArgs(cmd *cobra.Command, args []string) {
+	if n := cmd.ArgsLenAtDash(); n >= 0 {
+		o.ServerArgs = args[n:]
+		args = args[:n]
+	}
+	if len(args) > 0 {
+		o.Pkg = args[0]
+	}
+	o.extraPositional = args
+}
+

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/internal/render"
+)
+
+// serverOptions are the flags every measuring command shares: what to
+// build, how to start it, how to probe it, where results go.
+type serverOptions struct {
+	Pkg         string
+	Bin         string
+	Arms        string
+	UPXLevel    string
+	PGOProfile  string
+	PGODuration time.Duration
+	Probe       string
+	ProbeBody   string
+	Env         []string
+	Dir         string
+	Addr        string
+	ServerArgs  []string
+	Output      render.Format
+	ResultsDir  string
+	Verbose     bool
+	Quiet       bool
+
+	extraPositional []string
+}
+
+func (o *serverOptions) defaults() {
+	o.Arms = "default,static,upx,pgo"
+	o.UPXLevel = "default"
+	o.PGODuration = 10 * time.Second
+	o.Probe = "health"
+	o.Output = render.Table
+	o.ResultsDir = "results"
+}
+
+func (o *serverOptions) bind(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.Arms, "arms", o.Arms, "arms to build and measure, comma-separated (known: default, static, upx, pgo, image)")
+	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
+	f.StringVar(&o.UPXLevel, "upx-level", o.UPXLevel, "upx arm compression: default, best or lzma")
+	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
+	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to load the default arm while collecting the pgo profile")
+	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
+	f.StringVar(&o.ProbeBody, "probe-request", "", "request for a /pkg.Svc/Method probe: JSON, or @FILE of binary protobuf")
+	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server, K=V (repeatable)")
+	f.StringVar(&o.Dir, "dir", "", "the server's working directory (\"\" = this one)")
+	f.StringVar(&o.Addr, "addr", "", "probe this fixed host:port instead of a free port (for servers that choose their own)")
+	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
+	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every spawned command line to stderr")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+}
+
+func (o *serverOptions) validate() error {
+	if len(o.extraPositional) > 1 {
+		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.extraPositional)
+	}
+	if o.Bin != "" && o.Pkg != "" {
+		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	}
+	for _, e := range o.Env {
+		if k, _, ok := cutEnv(e); !ok || k == "" {
+			return fmt.Errorf("--env: %q, want K=V", e)
+		}
+	}
+	return nil
+}
+
+func cutEnv(e string) (string, string, bool) {
+	for i := 0; i < len(e); i++ {
+		if e[i] == '=' {
+			return e[:i], e[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+func (o *serverOptions) progress() io.Writer {
+	if o.Quiet {
+		return nil
+	}
+	return os.Stderr
+}
+
+func (o *serverOptions) log() io.Writer {
+	if o.Verbose {
+		return os.Stderr
+	}
+	return nil
+}
