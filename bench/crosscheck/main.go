@@ -155,4 +155,3 @@ func maxOf(xs []float64) float64 {
 	}
 	return m
 }
-

@@ -175,4 +175,3 @@ func (o *serverOptions) setArgs(cmd *cobra.Command, args []string) {
 	}
 	o.extraPositional = args
 }
-
