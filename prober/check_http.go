@@ -61,7 +61,7 @@ func NewHTTP(raw string) (*HTTP, error) {
 	case hostport == "" || hostport == "{addr}":
 		return h, nil
 	case strings.HasSuffix(hostport, ":{port}"):
-		host := strings.TrimSuffix(hostport, ":{port}")
+		host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(hostport, ":{port}"), "["), "]")
 		if err := checkLoopback(raw, host); err != nil {
 			return nil, err
 		}

@@ -171,3 +171,32 @@ func ParseAddr(s string) (Target, error) {
 	}
 	return Target{Network: "tcp", Address: net.JoinHostPort(host, port)}, nil
 }
+
+// ChooseTarget decides where one instance listens. A fixed address wins:
+// fixed (from --addr; zero = none), or else the address a probe URL names
+// (http://127.0.0.1:9000/...). Without one, the server gets the Unix socket
+// SocketPath(dir) when its template uses {socket} (dir is the instance's own
+// directory), else a free loopback TCP port. Call it once per instance; with
+// a fixed address, call EnsureFree before each start and WaitFree after each
+// stop.
+func ChooseTarget(fixed Target, c Checker, tmpl Template, dir string) (Target, error) {
+	if h, ok := c.(*HTTP); ok && h.Fixed.Address != "" {
+		if fixed.Address != "" && fixed != h.Fixed {
+			return Target{}, fmt.Errorf("--probe names %s but --addr says %s: give one, or the same address", h.Fixed, fixed)
+		}
+		fixed = h.Fixed
+	}
+	if fixed.Address != "" {
+		if tmpl.UsesSocket() && fixed.Network != "unix" {
+			return Target{}, fmt.Errorf("server arguments use {socket} but the server's address is %s", fixed)
+		}
+		return fixed, nil
+	}
+	if tmpl.UsesSocket() {
+		if dir == "" {
+			return Target{}, fmt.Errorf("server arguments use {socket}: no directory for the socket")
+		}
+		return Target{Network: "unix", Address: SocketPath(dir)}, nil
+	}
+	return FreeTCP()
+}

@@ -121,6 +121,7 @@ func TestParseProbe(t *testing.T) {
 		{spec: "http://{addr}/", want: &prober.HTTP{Path: "/"}},
 		{spec: "http://127.0.0.1:{port}/ready?x=1", want: &prober.HTTP{Path: "/ready?x=1"}},
 		{spec: "http://localhost", want: &prober.HTTP{Path: "/"}},
+		{spec: "h2c://[::1]:{port}/x", want: &prober.HTTP{H2C: true, Path: "/x"}},
 		{spec: "h2c://127.0.0.5:9000/h", want: &prober.HTTP{H2C: true, Path: "/h", Fixed: prober.Target{Network: "tcp", Address: "127.0.0.5:9000"}}},
 		{spec: "http://[::1]:9000", want: &prober.HTTP{Path: "/", Fixed: prober.Target{Network: "tcp", Address: "[::1]:9000"}}},
 		{spec: "http:///echo", request: `{"payload":"aGk="}`, want: &prober.HTTP{Path: "/echo", Body: []byte(`{"payload":"aGk="}`), ContentType: "application/json"}},
@@ -159,6 +160,62 @@ func TestParseProbe(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ParseProbe(%q, %q) (-want +got):\n%s", tt.spec, tt.request, diff)
+			}
+		})
+	}
+}
+
+func TestChooseTarget(t *testing.T) {
+	fixed := prober.Target{Network: "tcp", Address: "127.0.0.1:9000"}
+	sock := prober.Target{Network: "unix", Address: "/tmp/cs1/server.sock"}
+	parse := func(probe string, tmpl ...string) (prober.Checker, prober.Template) {
+		c, err := prober.ParseProbe(probe, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := prober.ParseTemplate(tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, tp
+	}
+	for _, tt := range []struct {
+		name    string
+		fixed   prober.Target
+		probe   string
+		tmpl    []string
+		want    prober.Target // zero: a free TCP port
+		wantErr string
+	}{
+		{name: "free port", probe: "health"},
+		{name: "--addr", fixed: fixed, probe: "health", want: fixed},
+		{name: "probe URL names the address", probe: "http://127.0.0.1:9000/healthz", want: fixed},
+		{name: "same in both", fixed: fixed, probe: "http://127.0.0.1:9000/healthz", want: fixed},
+		{name: "socket", probe: "health", tmpl: []string{"--unix", "{socket}"}, want: sock},
+		{name: "fixed socket", fixed: sock, probe: "health", tmpl: []string{"--unix", "{socket}"}, want: sock},
+		{name: "conflict", fixed: fixed, probe: "http://127.0.0.1:9001/", wantErr: "--probe names tcp://127.0.0.1:9001 but --addr says tcp://127.0.0.1:9000"},
+		{name: "socket template, tcp addr", fixed: fixed, probe: "health", tmpl: []string{"{socket}"}, wantErr: "use {socket}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, tp := parse(tt.probe, tt.tmpl...)
+			got, err := prober.ChooseTarget(tt.fixed, c, tp, "/tmp/cs1")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ChooseTarget = %v, %v; want error mentioning %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == (prober.Target{}) {
+				if got.Network != "tcp" || !strings.HasPrefix(got.Address, "127.0.0.1:") || got.Port() == "" {
+					t.Errorf("ChooseTarget = %v, want a free loopback TCP port", got)
+				}
+				return
+			}
+			if got != tt.want {
+				t.Errorf("ChooseTarget = %v, want %v", got, tt.want)
 			}
 		})
 	}
