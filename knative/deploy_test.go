@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -64,7 +65,7 @@ func playController(t *testing.T, c Clients, ns string, ready bool) {
 			}
 			s = s.DeepCopy()
 			markStatus(s, ready)
-			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
 				t.Errorf("update status of %s: %v", s.Name, err)
 			}
 		}

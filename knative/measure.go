@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"sort"
 	"time"
 
 	"google.golang.org/grpc"
@@ -198,7 +199,10 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 		s.Phases = t.phases()
 	}
 	if s.Error == "" {
+		// The pod's Ready event may arrive after the first reply: keep the
+		// phases in the order coldstart saw them.
 		s.Phases = append(s.Phases, prober.Phase{Name: prober.PhaseFirstRPC, Ms: s.FirstRPCMs})
+		sort.SliceStable(s.Phases, func(i, j int) bool { return s.Phases[i].Ms < s.Phases[j].Ms })
 	}
 	return s, nil
 }
