@@ -51,9 +51,9 @@ type Summary struct {
 	AcceptingMs float64 `json:"accepting_ms"`
 	// Medians of the server's figures at first RPC.
 	StartupCPUMs float64 `json:"startup_cpu_ms"`
-	RSSBytes     int64   `json:"rss_bytes"`
-	PSSBytes     int64   `json:"pss_bytes"`
-	SizeBytes    int64   `json:"size_bytes"`
+	RSSBytes     int64   `json:"rss_bytes" render:"bytes"`
+	PSSBytes     int64   `json:"pss_bytes" render:"bytes"`
+	SizeBytes    int64   `json:"size_bytes" render:"bytes"`
 	// Median of the prober's own CPU per probe, and where it ran.
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
 	ProberCPUs  string  `json:"prober_cpus"`

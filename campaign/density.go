@@ -32,13 +32,13 @@ type DensityRow struct {
 	Budget    string `json:"budget"`
 	Instances int    `json:"instances"`
 	// Per instance: the median over the instances.
-	PSSBytes     int64 `json:"pss_bytes"`
-	PSSAnonBytes int64 `json:"pss_anon_bytes"`
-	RSSBytes     int64 `json:"rss_bytes"`
+	PSSBytes     int64 `json:"pss_bytes" render:"bytes"`
+	PSSAnonBytes int64 `json:"pss_anon_bytes" render:"bytes"`
+	RSSBytes     int64 `json:"rss_bytes" render:"bytes"`
 	// Sums over all instances.
-	TotalPSSBytes int64 `json:"total_pss_bytes"`
-	TotalRSSBytes int64 `json:"total_rss_bytes"`
-	SizeBytes     int64 `json:"size_bytes"`
+	TotalPSSBytes int64 `json:"total_pss_bytes" render:"bytes"`
+	TotalRSSBytes int64 `json:"total_rss_bytes" render:"bytes"`
+	SizeBytes     int64 `json:"size_bytes" render:"bytes"`
 }
 
 // DensitySample is one instance's memory, a raw row.

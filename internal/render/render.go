@@ -48,14 +48,15 @@ func (f *Format) Set(s string) error {
 // JSON is the rows as they are; the other formats have one column per
 // exported field with a json name, skipping fields tagged render:"-" and
 // flattening nothing: nested values are printed with %v.
-// A field tagged render:"%.1f" is printed with that verb.
+// A field tagged render:"%.1f" is printed with that verb; one tagged
+// render:"bytes" is printed in MiB in tables and Markdown, raw in CSV.
 func Write(w io.Writer, f Format, rows any) error {
 	if f == JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	header, cells, err := table(rows)
+	header, cells, err := table(rows, f != CSV)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ type column struct {
 	verb  string
 }
 
-func table(rows any) ([]string, [][]string, error) {
+func table(rows any, human bool) ([]string, [][]string, error) {
 	v := reflect.ValueOf(rows)
 	if v.Kind() != reflect.Slice {
 		return nil, nil, fmt.Errorf("render: rows are a %s, want a slice", v.Kind())
@@ -122,7 +123,14 @@ func table(rows any) ([]string, [][]string, error) {
 				row[j] = ""
 				continue
 			}
-			row[j] = cell(fv, c.verb)
+			verb := c.verb
+			if verb == "bytes" {
+				verb = ""
+				if human {
+					verb = "bytes"
+				}
+			}
+			row[j] = cell(fv, verb)
 		}
 		cells = append(cells, row)
 	}
@@ -162,6 +170,9 @@ func columns(t reflect.Type, prefix []int) []column {
 }
 
 func cell(v reflect.Value, verb string) string {
+	if verb == "bytes" && v.CanInt() {
+		return strconv.FormatFloat(float64(v.Int())/(1<<20), 'f', 1, 64) + " MiB"
+	}
 	if verb != "" {
 		return fmt.Sprintf(verb, v.Interface())
 	}
