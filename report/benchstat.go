@@ -22,7 +22,8 @@ import (
 // GOMAXPROCS. Provenance goes in '#' lines, which benchstat ignores, so
 // campaigns from different commits still land in one table; the cpu line
 // is file configuration, as `go test` writes it. A Knative campaign's
-// names carry /on=knative.
+// names carry /on=knative. Within one campaign, `benchstat -col /arm
+// file.txt` sets the arms side by side.
 func (r *Report) Benchstat(w io.Writer) error {
 	var werr error
 	pf := func(format string, args ...any) {

@@ -63,7 +63,7 @@ named file:line on stderr and in the report, and the rest is reported.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.Format, "output", "o", o.Format, "output format: markdown or benchstat")
 	f.StringVar(&o.Out, "out", "", "write to this file, atomically (\"\" = stdout)")
-	f.StringVar(&o.Plots, "plots", "", "directory for SVG plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
+	f.StringVar(&o.Plots, "plots", "", "directory for the plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
 	f.StringVar(&o.PlotFormat, "plot-format", o.PlotFormat, "image format of the plots: svg or png")
 	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown document")
 	return cmd
