@@ -178,7 +178,7 @@ func (g *GRPCMethod) Prepare(ctx context.Context, t Target) error {
 	req := dynamicpb.NewMessage(md.Input())
 	if g.binary {
 		if err := proto.Unmarshal(g.request, req); err != nil {
-			return fmt.Errorf("%w: --probe-request: not a binary %s: %v", ErrBadProbe, md.Input().FullName(), err)
+			return fmt.Errorf("%w: --probe-request: not a binary %s (a file ending in .json is read as JSON): %v", ErrBadProbe, md.Input().FullName(), err)
 		}
 	} else if len(strings.TrimSpace(string(g.request))) > 0 {
 		if err := protojson.Unmarshal(g.request, req); err != nil {

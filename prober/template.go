@@ -103,6 +103,9 @@ func (t Template) Target(tcp Target, dir string) Target {
 // 107 bytes.
 func SocketPath(dir string) string { return filepath.Join(dir, "server.sock") }
 
+// maxSocketPath is sun_path's size on Linux (108) less its terminating NUL.
+const maxSocketPath = 107
+
 // Expand fills the placeholders. A placeholder whose value is empty (a
 // {debug_addr} nobody chose, an {addr} for a socket target) is an error.
 func (t Template) Expand(v Vars) ([]string, error) {
@@ -196,7 +199,11 @@ func ChooseTarget(fixed Target, c Checker, tmpl Template, dir string) (Target, e
 		if dir == "" {
 			return Target{}, fmt.Errorf("server arguments use {socket}: no directory for the socket")
 		}
-		return Target{Network: "unix", Address: SocketPath(dir)}, nil
+		p := SocketPath(dir)
+		if len(p) > maxSocketPath {
+			return Target{}, fmt.Errorf("socket path %s is %d bytes, over the %d-byte limit: use a shorter directory", p, len(p), maxSocketPath)
+		}
+		return Target{Network: "unix", Address: p}, nil
 	}
 	return FreeTCP()
 }

@@ -184,6 +184,7 @@ func TestChooseTarget(t *testing.T) {
 		fixed   prober.Target
 		probe   string
 		tmpl    []string
+		dir     string        // "" = /tmp/cs1
 		want    prober.Target // zero: a free TCP port
 		wantErr string
 	}{
@@ -194,11 +195,16 @@ func TestChooseTarget(t *testing.T) {
 		{name: "socket", probe: "health", tmpl: []string{"--unix", "{socket}"}, want: sock},
 		{name: "fixed socket", fixed: sock, probe: "health", tmpl: []string{"--unix", "{socket}"}, want: sock},
 		{name: "conflict", fixed: fixed, probe: "http://127.0.0.1:9001/", wantErr: "--probe names tcp://127.0.0.1:9001 but --addr says tcp://127.0.0.1:9000"},
+		{name: "socket path too long", probe: "health", tmpl: []string{"{socket}"}, dir: "/tmp/" + strings.Repeat("d", 100), wantErr: "over the 107-byte limit"},
 		{name: "socket template, tcp addr", fixed: fixed, probe: "health", tmpl: []string{"{socket}"}, wantErr: "use {socket}"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, tp := parse(tt.probe, tt.tmpl...)
-			got, err := prober.ChooseTarget(tt.fixed, c, tp, "/tmp/cs1")
+			dir := tt.dir
+			if dir == "" {
+				dir = "/tmp/cs1"
+			}
+			got, err := prober.ChooseTarget(tt.fixed, c, tp, dir)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ChooseTarget = %v, %v; want error mentioning %q", got, err, tt.wantErr)
