@@ -136,19 +136,23 @@ func quotaUS(cores float64) int64 {
 	return int64(cores*cfsPeriod + 0.5)
 }
 
-func (c *cgroupV1) mode() Mode        { return ModeV1 }
-func (c *cgroupV1) name() string      { return "v1:" + c.group }
-func (c *cgroupV1) needsThread() bool { return true }
+func (c *cgroupV1) mode() Mode   { return ModeV1 }
+func (c *cgroupV1) name() string { return "v1:" + c.group }
 
 func (c *cgroupV1) dir(n cgroup1.Name) string { return filepath.Join(c.root, string(n), c.group) }
 
-func (c *cgroupV1) start(cmd *exec.Cmd, pre func() error) (threadOK bool, err error) {
+func (c *cgroupV1) prepare(*exec.Cmd) (func(), error) { return func() {}, nil }
+
+// join writes the calling thread's TID into the cgroup's tasks file in
+// each hierarchy; leave writes it back where /proc/thread-self/cgroup said
+// it was.
+func (c *cgroupV1) join() (leave func() bool, err error) {
 	tid := unix.Gettid()
 	from, err := threadCgroups("/proc/thread-self/cgroup")
 	if err != nil {
-		return true, err
+		return nil, err
 	}
-	back := func() bool {
+	leave = func() bool {
 		ok := true
 		for _, n := range c.move {
 			p, found := from[string(n)]
@@ -164,13 +168,9 @@ func (c *cgroupV1) start(cmd *exec.Cmd, pre func() error) (threadOK bool, err er
 		return ok
 	}
 	if err := c.cg.AddTask(cgroup1.Process{Pid: tid}, c.move...); err != nil {
-		return back(), fmt.Errorf("join cgroup %s: %w", c.name(), err)
+		return leave, fmt.Errorf("join cgroup %s: %w", c.name(), err)
 	}
-	if err := pre(); err != nil {
-		return back(), err
-	}
-	err = cmd.Start()
-	return back(), err
+	return leave, nil
 }
 
 // threadCgroups reads a /proc/<pid>/cgroup file into controller → path
@@ -196,7 +196,6 @@ func threadCgroups(file string) (map[string]string, error) {
 }
 
 func (c *cgroupV1) procs() ([]int, error) {
-	self := os.Getpid()
 	seen := map[int]bool{}
 	var out []int
 	for _, n := range c.move {
@@ -208,30 +207,13 @@ func (c *cgroupV1) procs() ([]int, error) {
 			return nil, fmt.Errorf("list processes in %s: %w", c.dir(n), err)
 		}
 		for _, p := range ps {
-			if p.Pid != self && !seen[p.Pid] {
+			if !seen[p.Pid] {
 				seen[p.Pid] = true
 				out = append(out, p.Pid)
 			}
 		}
 	}
 	return out, nil
-}
-
-func (c *cgroupV1) kill() error {
-	ps, err := c.procs()
-	if err != nil {
-		return err
-	}
-	return killAll(ps)
-}
-
-func killAll(pids []int) error {
-	for _, pid := range pids {
-		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("kill %d: %w", pid, err)
-		}
-	}
-	return nil
 }
 
 func (c *cgroupV1) delete() error {

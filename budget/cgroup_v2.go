@@ -96,30 +96,30 @@ func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
 	return c, nil
 }
 
-func (c *cgroupV2) mode() Mode        { return ModeV2 }
-func (c *cgroupV2) name() string      { return "v2:" + c.group }
-func (c *cgroupV2) needsThread() bool { return false }
-func (c *cgroupV2) dir() string       { return filepath.Join(c.mount, c.group) }
+func (c *cgroupV2) mode() Mode   { return ModeV2 }
+func (c *cgroupV2) name() string { return "v2:" + c.group }
+func (c *cgroupV2) dir() string  { return filepath.Join(c.mount, c.group) }
 
-func (c *cgroupV2) start(cmd *exec.Cmd, pre func() error) (threadOK bool, err error) {
+// join: nothing to do, the child is cloned straight into the cgroup.
+func (c *cgroupV2) join() (func() bool, error) { return nil, nil }
+
+// prepare makes cmd clone into the cgroup (clone3 CLONE_INTO_CGROUP);
+// done closes the cgroup's file descriptor.
+func (c *cgroupV2) prepare(cmd *exec.Cmd) (done func(), err error) {
 	if cmd.SysProcAttr != nil && cmd.SysProcAttr.UseCgroupFD {
-		return true, errors.New("SysProcAttr.UseCgroupFD is already set: the budget needs it")
+		return nil, errors.New("SysProcAttr.UseCgroupFD is already set: the budget needs it")
 	}
 	fd, err := unix.Open(c.dir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return true, fmt.Errorf("open cgroup %s: %w", c.dir(), err)
+		return nil, fmt.Errorf("open cgroup %s: %w", c.dir(), err)
 	}
-	defer unix.Close(fd)
 	attr := syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		attr = *cmd.SysProcAttr
 	}
 	attr.UseCgroupFD, attr.CgroupFD = true, fd
 	cmd.SysProcAttr = &attr
-	if err := pre(); err != nil {
-		return true, err
-	}
-	return true, cmd.Start()
+	return func() { unix.Close(fd) }, nil
 }
 
 func (c *cgroupV2) procs() ([]int, error) {
@@ -130,27 +130,17 @@ func (c *cgroupV2) procs() ([]int, error) {
 		}
 		return nil, fmt.Errorf("list processes in %s: %w", c.dir(), err)
 	}
-	self := os.Getpid()
-	var out []int
-	for _, p := range ps {
-		if int(p) != self {
-			out = append(out, int(p))
-		}
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = int(p)
 	}
 	return out, nil
 }
 
-func (c *cgroupV2) kill() error {
-	// cgroup.kill (Linux 5.14) kills the whole subtree at once, forks
-	// included; older kernels get a signal per listed process.
-	if err := os.WriteFile(filepath.Join(c.dir(), "cgroup.kill"), []byte("1"), 0); err == nil {
-		return nil
-	}
-	ps, err := c.procs()
-	if err != nil {
-		return err
-	}
-	return killAll(ps)
+// killAll kills the whole subtree at once through cgroup.kill (Linux
+// 5.14), forks included; false where the kernel has no cgroup.kill.
+func (c *cgroupV2) killAll() bool {
+	return os.WriteFile(filepath.Join(c.dir(), "cgroup.kill"), []byte("1"), 0) == nil
 }
 
 func (c *cgroupV2) delete() error {

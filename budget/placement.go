@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -125,24 +126,29 @@ type Placement struct {
 	mu      sync.Mutex
 	started time.Time
 	pid     int
-	closed  bool
-	final   *Usage
-	err     error
+	// restored is closed once the thread that forked the child is back in
+	// its own cgroups and affinity (nil: Start used no thread of its own).
+	restored chan struct{}
+	closed   bool
+	final    *Usage
+	err      error
 }
 
 // cgroup is one placement's cgroup on v1 or v2.
 type cgroup interface {
 	mode() Mode
 	name() string // "v1:/coldstart/ID"
-	// start runs cmd.Start so that the child begins inside the cgroup,
-	// calling pre right before the fork (and not forking if it fails); on
-	// v1 it is called on a locked OS thread that is not the main one, and
-	// threadOK says whether it put that thread back where it was.
-	start(cmd *exec.Cmd, pre func() error) (threadOK bool, err error)
-	needsThread() bool
+	// prepare readies cmd to be started straight into the cgroup (v2:
+	// clone into it); done releases what it holds, once cmd has started.
+	prepare(cmd *exec.Cmd) (done func(), err error)
+	// join moves the calling OS thread into the cgroup, so that a fork
+	// from it starts there (v1), and returns how to move it back (false:
+	// it could not). nil leave: nothing to undo.
+	join() (leave func() bool, err error)
 	usage() (Usage, error)
+	// procs lists the processes inside, this one included when one of its
+	// threads is.
 	procs() ([]int, error)
-	kill() error // SIGKILL every process inside, without waiting
 	delete() error
 }
 
@@ -191,6 +197,9 @@ func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
 	if mode == "" {
 		mode = HostMode()
 	}
+	if mount == "" {
+		mount = "/sys/fs/cgroup"
+	}
 	why := ""
 	if os.Geteuid() != 0 {
 		why = fmt.Sprintf(" (not root: euid %d)", os.Geteuid())
@@ -201,24 +210,29 @@ func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
 	)
 	switch mode {
 	case ModeV1, ModeHybrid:
-		if mount == "" {
-			mount = "/sys/fs/cgroup"
-		}
 		cg, err = newCgroupV1(mount, cfg.parent, id, b)
 	case ModeV2:
-		if mount == "" {
-			mount = "/sys/fs/cgroup"
-		}
 		cg, err = newCgroupV2(mount, cfg.parent, id, b)
 	default:
-		return nil, fmt.Errorf("%w: no cgroup filesystem at /sys/fs/cgroup; "+
-			"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup)
+		return nil, fmt.Errorf("%w: no cgroup filesystem at %s; "+
+			"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup, mount)
 	}
 	if err != nil && (errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EROFS)) {
 		return nil, fmt.Errorf("%w%s: %w; cores= and mem= budgets need one, cpus= budgets work without",
 			ErrNoCgroup, why, err)
 	}
 	return cg, err
+}
+
+// Check reports whether b can be placed on this machine now, making and
+// removing a cgroup where b needs one: for validating --budget before a
+// campaign starts. Errors wrap ErrUsage or ErrNoCgroup.
+func (b Budget) Check() error {
+	p, err := b.Place(NewID())
+	if err != nil {
+		return err
+	}
+	return p.Close()
 }
 
 // Budget returns the budget p places.
@@ -241,11 +255,19 @@ func (p *Placement) Cgroup() string {
 	return p.cg.name()
 }
 
+// PID is the started process's pid (0 before Start).
+func (p *Placement) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid
+}
+
 // Started is when the child was forked: taken after the budget was applied
-// to the starting thread and immediately before the fork. Time a cold start
+// to the forking thread and immediately before the fork. Time a cold start
 // from here rather than from before Start: on cgroup v1 the first move of a
 // thread into a cgroup after a quiet spell waits for an RCU grace period
-// (~15 ms measured), which is the parent's cost, not the server's.
+// (2 ms median, up to tens of ms measured), which is the parent's cost, not
+// the server's.
 func (p *Placement) Started() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -253,41 +275,48 @@ func (p *Placement) Started() time.Time {
 }
 
 // Start starts cmd inside the budget from its first instruction, without
-// any helper process in front of it: the CPU set is the affinity of the
-// forking thread (a fork inherits it); on cgroup v2 the child is cloned
+// any helper process in front of it. The CPU set is the affinity of the
+// forking thread, which a fork inherits; on cgroup v2 the child is cloned
 // into its cgroup (SysProcAttr.UseCgroupFD); on v1 the forking thread joins
-// the cgroup for the fork and goes back afterwards. A Placement starts one
-// process. SysProcAttr.Pdeathsig keeps working: the forking thread stays.
+// the cgroup for the fork. That thread (locked, never the main one) is put
+// back after Start returns, so the parent's clean-up is not in the child's
+// time; Close waits for it. A Placement starts one process; do not call
+// Close during Start. SysProcAttr.Pdeathsig fires only if the forking
+// thread could not be put back (it then exits).
 func (p *Placement) Start(cmd *exec.Cmd) error {
 	p.mu.Lock()
 	switch {
 	case p.closed:
 		p.mu.Unlock()
 		return fmt.Errorf("start %s in budget %s: placement closed", cmd.Path, p.b)
-	case !p.started.IsZero():
+	case !p.started.IsZero() || p.restored != nil:
 		p.mu.Unlock()
 		return fmt.Errorf("start %s in budget %s: placement already started pid %d", cmd.Path, p.b, p.pid)
 	}
-	p.mu.Unlock()
-	mark := func() error {
-		p.mu.Lock()
-		p.started = time.Now()
-		p.mu.Unlock()
-		return nil
+	onThread := p.cpus != nil || (p.cg != nil && p.cg.mode() == ModeV1)
+	if onThread {
+		p.restored = make(chan struct{})
 	}
+	p.mu.Unlock()
+
 	var err error
-	switch {
-	case p.cpus == nil && (p.cg == nil || !p.cg.needsThread()):
-		if p.cg != nil {
-			_, err = p.cg.start(cmd, mark)
-		} else {
-			_ = mark()
-			err = cmd.Start()
+	if p.cg != nil {
+		var done func()
+		if done, err = p.cg.prepare(cmd); err != nil {
+			return fmt.Errorf("start %s in budget %s: %w", cmd.Path, p.b, err)
 		}
-	default:
-		errc := make(chan error, 1)
-		go func() { errc <- p.startOnThread(cmd, mark) }()
-		err = <-errc
+		defer done()
+	}
+	if onThread {
+		res := make(chan error, 1)
+		go func() {
+			defer close(p.restored)
+			p.startOnThread(cmd, res)
+		}()
+		err = <-res
+	} else {
+		p.mark()
+		err = cmd.Start()
 	}
 	if err != nil {
 		return fmt.Errorf("start %s in budget %s: %w", cmd.Path, p.b, err)
@@ -298,50 +327,84 @@ func (p *Placement) Start(cmd *exec.Cmd) error {
 	return nil
 }
 
-// startOnThread runs on a goroutine of its own. It locks it to its OS
-// thread, gives the thread the budget's CPU set (and, on v1, cgroups),
-// forks, and restores the thread. A thread it cannot restore is never
-// unlocked: the runtime ends it with the goroutine. It never uses the main
-// thread (the thread group leader): on cgroup v1 the leader's memory cgroup
-// is the whole process's, and Go reads its own cgroup limits from it.
-func (p *Placement) startOnThread(cmd *exec.Cmd, mark func() error) (err error) {
+// settle waits until the thread that forked the child is restored (tests).
+func (p *Placement) settle() {
+	p.mu.Lock()
+	r := p.restored
+	p.mu.Unlock()
+	if r != nil {
+		<-r
+	}
+}
+
+func (p *Placement) mark() {
+	p.mu.Lock()
+	p.started = time.Now()
+	p.mu.Unlock()
+}
+
+// startOnThread runs on a goroutine of its own, locked to its OS thread:
+// it gives the thread the budget's CPU set and (v1) cgroups, forks, sends
+// cmd.Start's result on res, and then restores the thread. A thread it
+// cannot restore is never unlocked: the runtime ends it with the
+// goroutine. It never uses the main thread (the thread group leader): on
+// cgroup v1 the leader's memory cgroup is the whole process's, and Go
+// reads its own cgroup limits from it. It returns once the thread is
+// restored.
+func (p *Placement) startOnThread(cmd *exec.Cmd, res chan<- error) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
 		// Hold the main thread here; the new goroutine cannot get it.
 		defer runtime.UnlockOSThread()
-		errc := make(chan error, 1)
-		go func() { errc <- p.startOnThread(cmd, mark) }()
-		return <-errc
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.startOnThread(cmd, res)
+		}()
+		<-done
+		return
 	}
 	var old unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
 		runtime.UnlockOSThread()
-		return fmt.Errorf("read thread CPU affinity: %w", err)
+		res <- fmt.Errorf("read thread CPU affinity: %w", err)
+		return
 	}
-	start := func(cmd *exec.Cmd, pre func() error) (bool, error) {
-		if err := pre(); err != nil {
-			return true, err
+	threadOK := true
+	restore := func() {
+		// After any cgroup move back: leaving a v1 cpuset resets affinity.
+		if unix.SchedSetaffinity(0, &old) == nil && threadOK {
+			runtime.UnlockOSThread()
 		}
-		return true, cmd.Start()
 	}
+	var leave func() bool
 	if p.cg != nil {
-		start = p.cg.start
-	}
-	threadOK, err := start(cmd, func() error {
-		if p.cpus != nil {
-			if err := unix.SchedSetaffinity(0, p.cpus); err != nil {
-				return fmt.Errorf("set CPU affinity %s: %w", FormatCPUList(p.b.CPUs), err)
+		var err error
+		if leave, err = p.cg.join(); err != nil {
+			if leave != nil {
+				threadOK = leave()
 			}
+			restore()
+			res <- err
+			return
 		}
-		return mark()
-	})
-	// Restore after any cgroup move back (leaving a v1 cpuset resets the
-	// affinity). A thread whose cgroups or affinity could not be restored
-	// stays locked, and ends with this goroutine.
-	if unix.SchedSetaffinity(0, &old) == nil && threadOK {
-		runtime.UnlockOSThread()
 	}
-	return err
+	if p.cpus != nil {
+		if err := unix.SchedSetaffinity(0, p.cpus); err != nil {
+			if leave != nil {
+				threadOK = leave()
+			}
+			restore()
+			res <- fmt.Errorf("set CPU affinity %s: %w", FormatCPUList(p.b.CPUs), err)
+			return
+		}
+	}
+	p.mark()
+	res <- cmd.Start()
+	if leave != nil {
+		threadOK = leave()
+	}
+	restore()
 }
 
 // Usage reads the cgroup's CPU and memory figures (zero without a cgroup).
@@ -396,41 +459,72 @@ const closeWait = 5 * time.Second
 // needs no cleanup. It is safe to call more than once.
 func (p *Placement) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		defer p.mu.Unlock()
 		return p.err
 	}
 	p.closed = true
+	restored := p.restored
+	if p.cg != nil {
+		if u, err := p.cg.usage(); err == nil {
+			p.final = &u
+		}
+	}
+	p.mu.Unlock()
 	if p.cg == nil {
 		return nil
 	}
-	if u, err := p.cg.usage(); err == nil {
-		p.final = &u
+	if restored != nil {
+		<-restored // the forking thread has left the cgroup
 	}
-	p.err = p.closeCgroup()
-	return p.err
+	final, err := p.closeCgroup()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if final != nil {
+		p.final = final
+	}
+	p.err = err
+	return err
 }
 
-func (p *Placement) closeCgroup() error {
+// closeCgroup empties and deletes the cgroup, returning its figures from
+// just before the delete.
+func (p *Placement) closeCgroup() (*Usage, error) {
+	self := os.Getpid()
 	deadline := time.Now().Add(closeWait)
 	for {
 		procs, err := p.cg.procs()
 		if err != nil {
-			return fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
+			return nil, fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
 		}
 		if len(procs) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("close cgroup %s: processes %v still inside after SIGKILL and %v", p.cg.name(), procs, closeWait)
+			return nil, fmt.Errorf("close cgroup %s: processes %v still inside after SIGKILL and %v", p.cg.name(), procs, closeWait)
 		}
-		if err := p.cg.kill(); err != nil {
-			return fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
+		if k, ok := p.cg.(interface{ killAll() bool }); ok && !slices.Contains(procs, self) && k.killAll() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		for _, pid := range procs {
+			// Never this process: one of its threads can only be inside if
+			// it could not be moved back, and then it is exiting.
+			if pid == self {
+				continue
+			}
+			if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				return nil, fmt.Errorf("close cgroup %s: kill %d: %w", p.cg.name(), pid, err)
+			}
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := p.cg.delete(); err != nil {
-		return fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
+	var final *Usage
+	if u, err := p.cg.usage(); err == nil {
+		final = &u
 	}
-	return nil
+	if err := p.cg.delete(); err != nil {
+		return final, fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
+	}
+	return final, nil
 }
