@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/knative"
+)
+
+// deployOptions are coldstart deploy's flags.
+type deployOptions struct {
+	Arms       []string
+	Images     []string // ARM=REF@sha256:HEX, as given
+	Namespace  string
+	Kubeconfig string
+	Context    string
+	DryRun     bool
+	Delete     bool
+	Timeout    time.Duration
+	CPU        float64
+	Memory     string
+	Verbose    bool
+
+	InitialScale string // "auto" or a count
+	Service      knative.ServiceOptions
+	Annotations  []string // KEY=VALUE
+
+	arms []knative.Arm // from validate
+}
+
+func newDeployCmd(run func(context.Context, *deployOptions, io.Writer) error) *cobra.Command {
+	o := &deployOptions{Timeout: 5 * time.Minute, InitialScale: "auto", Service: knative.DefaultServiceOptions()}
+	o.Service.Namespace = ""
+	cmd := &cobra.Command{
+		Use:   "deploy [flags]",
+		Short: "Deploy each arm's image as a Knative Service set up for scale-to-zero, or delete them",
+		Long: `deploy creates or updates one serving.knative.dev/v1 Service per arm (named coldstart-ARM),
+from the image of that arm by digest: gRPC port named h2c, the server on $PORT, CPU and
+memory requests and limits from --cpu and --memory, no service links, and autoscaling
+annotations that let each revision go to zero and come back promptly. It waits until
+each Service is Ready and prints its URL. --dry-run prints the manifests instead;
+--delete removes the Services deploy created (labelled app.kubernetes.io/managed-by=coldstart).
+The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster account.`,
+		Example: `  coldstart deploy --dry-run --image default=registry.example/echo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  coldstart deploy --namespace bench --image default=REPO@sha256:HEX --image upx=REPO@sha256:HEX --cpu 0.5 --memory 256Mi
+  coldstart deploy --namespace bench --delete`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Arms, "arms", nil, "arms to deploy or delete, comma-separated (default: every arm given an --image; with --delete: all)")
+	f.StringArrayVar(&o.Images, "image", nil, "ARM=REPO@sha256:HEX: the arm's image by digest (repeat per arm), e.g. from the image arm's --push")
+	f.StringVar(&o.Namespace, "namespace", "", "namespace of the Services (\"\" = the kubeconfig context's, else default)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context (\"\" = current)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the Services as YAML and touch no cluster")
+	f.BoolVar(&o.Delete, "delete", false, "delete the Services deploy created (only those labelled app.kubernetes.io/managed-by=coldstart)")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "wait this long for all Services to be Ready (0 = do not wait)")
+	f.Float64Var(&o.CPU, "cpu", 0, "CPU request and limit in cores, e.g. 0.5 (0 = none)")
+	f.StringVar(&o.Memory, "memory", "", "memory request and limit, e.g. 256Mi (\"\" = none)")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print progress to stderr")
+
+	s := &o.Service
+	f.StringVar(&s.NamePrefix, "name-prefix", s.NamePrefix, "Service name prefix; the name is PREFIX+ARM")
+	f.Int32Var(&s.Port, "port", s.Port, "container port, passed to the server as $PORT")
+	f.StringArrayVar(&s.Args, "arg", nil, "container argument (repeat; default: the image's own)")
+	f.IntVar(&s.MinScale, "min-scale", s.MinScale, "autoscaling.knative.dev/min-scale (pods kept when idle)")
+	f.StringVar(&o.InitialScale, "initial-scale", o.InitialScale, "autoscaling.knative.dev/initial-scale: a pod count, or auto (0 if the cluster sets allow-zero-initial-scale, else 1)")
+	f.DurationVar(&s.Window, "window", s.Window, "autoscaling.knative.dev/window, the stable window (6s to 1h; 0 = the cluster's)")
+	f.DurationVar(&s.RetentionPeriod, "scale-to-zero-retention", s.RetentionPeriod, "autoscaling.knative.dev/scale-to-zero-pod-retention-period (0s = drop the last pod at once)")
+	f.IntVar(&s.TargetBurstCapacity, "target-burst-capacity", s.TargetBurstCapacity, "autoscaling.knative.dev/target-burst-capacity (0 = activator only at zero, -1 = always)")
+	f.Int64Var(&s.ContainerConcurrency, "container-concurrency", s.ContainerConcurrency, "requests in flight per pod (0 = unlimited)")
+	f.BoolVar(&s.GRPCReadiness, "grpc-readiness", s.GRPCReadiness, "readiness probe is a gRPC health check on --port (false = Knative's TCP default)")
+	f.StringArrayVar(&o.Annotations, "annotation", nil, "KEY=VALUE on the revision template, overriding the above (repeat)")
+	cmd.MarkFlagsMutuallyExclusive("dry-run", "delete")
+	return cmd
+}
+
+func (o *deployOptions) validate() error {
+	images := map[string]string{}
+	for _, kv := range o.Images {
+		arm, ref, ok := strings.Cut(kv, "=")
+		if !ok || arm == "" || ref == "" {
+			return fmt.Errorf("--image: %q, want ARM=REPO@sha256:HEX", kv)
+		}
+		if _, dup := images[arm]; dup {
+			return fmt.Errorf("--image: arm %s given twice", arm)
+		}
+		if _, err := knative.ParseDigest(ref); err != nil {
+			return fmt.Errorf("--image %s: %w", arm, err)
+		}
+		images[arm] = ref
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("--timeout: %v, want 0 or a positive duration", o.Timeout)
+	}
+	if o.CPU < 0 {
+		return fmt.Errorf("--cpu: %v, want cores ≥ 0, e.g. 0.5", o.CPU)
+	}
+	b := budget.Budget{Cores: o.CPU}
+	if o.Memory != "" {
+		n, err := budget.ParseSize(o.Memory)
+		if err != nil {
+			return fmt.Errorf("--memory: %w", err)
+		}
+		b.MemBytes = n
+	}
+	switch o.InitialScale {
+	case "auto":
+		o.Service.InitialScale = knative.AutoInitialScale
+	default:
+		n, err := strconv.Atoi(o.InitialScale)
+		if err != nil || n < 0 {
+			return fmt.Errorf("--initial-scale: %q, want auto or a count ≥ 0", o.InitialScale)
+		}
+		o.Service.InitialScale = n
+	}
+	if o.Service.Window != 0 && (o.Service.Window < 6*time.Second || o.Service.Window > time.Hour) {
+		return fmt.Errorf("--window: %v, want 6s to 1h (or 0 for the cluster's)", o.Service.Window)
+	}
+	for _, kv := range o.Annotations {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--annotation: %q, want KEY=VALUE", kv)
+		}
+		if o.Service.Annotations == nil {
+			o.Service.Annotations = map[string]string{}
+		}
+		o.Service.Annotations[k] = v
+	}
+	if o.Delete {
+		if len(o.Images) > 0 {
+			return fmt.Errorf("--image: not used with --delete")
+		}
+		return nil
+	}
+	arms := o.Arms
+	if len(arms) == 0 {
+		for a := range images {
+			arms = append(arms, a)
+		}
+		sort.Strings(arms)
+	}
+	if len(arms) == 0 {
+		return fmt.Errorf("--image: none given; deploy needs ARM=REPO@sha256:HEX per arm (push the image arm with --push to get one)")
+	}
+	o.arms = nil
+	for _, a := range arms {
+		ref, ok := images[a]
+		if !ok {
+			return fmt.Errorf("--arms: arm %s has no --image %s=REPO@sha256:HEX", a, a)
+		}
+		o.arms = append(o.arms, knative.Arm{Name: a, Image: ref, Budget: b})
+	}
+	return nil
+}
+
+// runDeploy deploys, deletes, or prints the arms' Services.
+func runDeploy(ctx context.Context, o *deployOptions, w io.Writer) error {
+	so := o.Service
+	if o.DryRun {
+		if so.Namespace = o.Namespace; so.Namespace == "" {
+			so.Namespace = "default"
+		}
+		svcs, err := knative.Services(o.arms, so)
+		if err != nil {
+			return err
+		}
+		return knative.WriteYAML(w, svcs)
+	}
+	cfg, ns, err := knative.Kubeconfig{Path: o.Kubeconfig, Context: o.Context}.Load()
+	if err != nil {
+		return err
+	}
+	if o.Namespace != "" {
+		ns = o.Namespace
+	}
+	c, err := knative.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	var log io.Writer
+	if o.Verbose {
+		log = os.Stderr
+	}
+	if o.Delete {
+		names, err := knative.Delete(ctx, c, ns, o.Arms)
+		for _, n := range names {
+			fmt.Fprintf(w, "deleted %s/%s\n", ns, n)
+		}
+		if err == nil && len(names) == 0 {
+			fmt.Fprintf(w, "no coldstart services in %s\n", ns)
+		}
+		return err
+	}
+	so.Namespace = ns
+	out, err := knative.Deploy(ctx, c, o.arms, knative.DeployOptions{Service: so, Timeout: o.Timeout, Log: log})
+	if err != nil {
+		return err
+	}
+	return writeDeployed(w, out)
+}
+
+func writeDeployed(w io.Writer, ds []knative.Deployed) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "arm\tservice\tcreated\tready\trevision\turl")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%s/%s\t%v\t%v\t%s\t%s\n", d.Arm, d.Namespace, d.Service, d.Created, d.Ready, d.Revision, d.URL)
+	}
+	return tw.Flush()
+}
