@@ -700,3 +700,86 @@ func BenchmarkPlaceClose(b *testing.B) {
 		}
 	}
 }
+
+func TestPlaceRefusesExistingCgroup(t *testing.T) {
+	id := NewID()
+	b := Budget{Cores: 1}
+	first, err := b.Place(id)
+	if errors.Is(err, ErrNoCgroup) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := b.Place(id)
+	if err == nil {
+		second.Close()
+		t.Fatalf("Place(%q) twice succeeded, want an error: it must not adopt a cgroup it did not make", id)
+	}
+	if !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("Place(%q) twice: %v, want already exists", id, err)
+	}
+	// The failed Place removed nothing of the first.
+	if err := first.Close(); err != nil {
+		t.Errorf("Close of the first placement: %v", err)
+	}
+	assertGone(t, first)
+}
+
+func TestPlaceErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		b    Budget
+		id   string
+		opts []PlaceOption
+		want string
+	}{
+		{"bad id", Budget{}, "../x", nil, "id"},
+		{"empty id", Budget{}, "", nil, "id"},
+		{"relative parent", Budget{Cores: 1}, NewID(), []PlaceOption{WithParent("coldstart")}, "parent cgroup"},
+		{"unclean parent", Budget{Cores: 1}, NewID(), []PlaceOption{WithParent("/a/../b")}, "parent cgroup"},
+		{"invalid budget", Budget{Cores: -1}, NewID(), nil, "--budget"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl, err := tt.b.Place(tt.id, tt.opts...)
+			if err == nil {
+				pl.Close()
+				t.Fatalf("%s.Place(%q) succeeded, want error containing %q", tt.b, tt.id, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s.Place(%q) = %v, want error containing %q", tt.b, tt.id, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	before := ours(t)
+	if err := (Budget{CPUs: []int{allowed(t)[0]}}).Check(); err != nil {
+		t.Errorf("Check of a CPU set: %v", err)
+	}
+	if err := (Budget{Cores: -1}).Check(); !errors.Is(err, ErrUsage) {
+		t.Errorf("Check of cores=-1: %v, want ErrUsage", err)
+	}
+	err := (Budget{Cores: 0.5, MemBytes: 64 << 20}).Check()
+	if errors.Is(err, ErrNoCgroup) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Errorf("Check of cores=0.5,mem=64Mi: %v", err)
+	}
+	if after := ours(t); len(after) != len(before) {
+		t.Errorf("Check left cgroups behind: %v", after)
+	}
+}
+
+func TestV2RefusesPresetCgroupFD(t *testing.T) {
+	c := &cgroupV2{mount: t.TempDir(), group: "/x"}
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: 3}
+	if _, err := c.prepare(cmd); err == nil || !strings.Contains(err.Error(), "UseCgroupFD") {
+		t.Errorf("prepare with UseCgroupFD set: %v, want a refusal", err)
+	}
+}
