@@ -67,6 +67,9 @@ func (o *densityOptions) validate() error {
 	if _, err := budget.ParseOne(o.Budget); err != nil {
 		return err
 	}
+	if o.Addr != "" {
+		return fmt.Errorf("--addr: density runs several instances side by side; each needs its own address")
+	}
 	return nil
 }
 

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/coldstart-go/coldstart/internal/render"
+)
+
+func defaultServerOptions() serverOptions {
+	var o serverOptions
+	o.defaults()
+	return o
+}
+
+func TestRunFlags(t *testing.T) {
+	base := func(mod func(*runOptions)) runOptions {
+		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max"}
+		if mod != nil {
+			mod(&o)
+		}
+		return o
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		want    runOptions
+		wantErr string
+	}{
+		{name: "defaults", want: base(nil)},
+		{name: "arms runs pkg and server args",
+			args: []string{"-n", "5", "--arms", "default,upx", "./cmd/api", "-o", "json", "--", "--listen={addr}"},
+			want: base(func(o *runOptions) {
+				o.Runs, o.Arms, o.Pkg, o.Output, o.ServerArgs = 5, "default,upx", "./cmd/api", render.JSON, []string{"--listen={addr}"}
+			})},
+		{name: "budgets and pinning", args: []string{"--budget", "cpus=0;max", "--pin-prober", "1", "--transport", "unix"},
+			want: base(func(o *runOptions) { o.Budgets, o.PinProber, o.Transport = "cpus=0;max", "1", "unix" })},
+		{name: "env and probe", args: []string{"--env", "A=1", "--env", "B=x=y", "--probe", "tcp", "--bin", "/bin/true"},
+			want: base(func(o *runOptions) { o.Env, o.Probe, o.Bin = []string{"A=1", "B=x=y"}, "tcp", "/bin/true" })},
+		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "bad transport", args: []string{"--transport", "udp"}, wantErr: `--transport: "udp", want tcp or unix`},
+		{name: "cpu that does not exist", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
+		{name: "pin prober to a cpu that does not exist", args: []string{"--pin-prober", "4096"}, wantErr: "--pin-prober"},
+		{name: "bad env", args: []string{"--env", "NOEQUALS"}, wantErr: `--env: "NOEQUALS", want K=V`},
+		{name: "bin and pkg", args: []string{"--bin", "/bin/true", "./cmd/api"}, wantErr: "give one or the other"},
+		{name: "two packages", args: []string{"./a", "./b"}, wantErr: "server arguments go after --"},
+		{name: "bad output", args: []string{"-o", "yaml"}, wantErr: `unknown format "yaml"`},
+		{name: "bad addr", args: []string{"--addr", "unix:relative.sock"}, wantErr: "--addr"},
+		{name: "pin-server with budget", args: []string{"--pin-server", "0", "--budget", "max"}, wantErr: "pin-server"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *runOptions
+			cmd := newRunCmd(func(_ context.Context, o *runOptions, _ io.Writer) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("run %q = %v, want error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("run %q = %v", tt.args, err)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(runOptions{}), cmpopts.IgnoreUnexported(serverOptions{})); diff != "" {
+				t.Errorf("run %q options (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestDensityFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{name: "default", want: 8},
+		{name: "instances", args: []string{"--instances", "3", "--arms", "static,upx"}, want: 3},
+		{name: "zero instances", args: []string{"--instances", "0"}, wantErr: "--instances: 0, want at least 1"},
+		{name: "two budgets", args: []string{"--budget", "max;cpus=0"}, wantErr: "--budget"},
+		{name: "fixed addr", args: []string{"--addr", "127.0.0.1:9000"}, wantErr: "--addr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *densityOptions
+			cmd := newDensityCmd(func(_ context.Context, o *densityOptions, _ io.Writer) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("density %q = %v, want error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("density %q = %v", tt.args, err)
+			}
+			if got.Instances != tt.want {
+				t.Errorf("density %q: instances %d, want %d", tt.args, got.Instances, tt.want)
+			}
+		})
+	}
+}
