@@ -29,7 +29,8 @@ type Usage struct {
 	MemPeakBytes int64 `json:"cgroup_mem_peak_bytes"`
 	// OOMKills counts processes the kernel killed for the memory limit.
 	OOMKills int `json:"cgroup_oom_kills"`
-	// ThrottledSeconds is how long the quota held the cgroup's threads back.
+	// ThrottledSeconds is how long the quota held the cgroup back, summed
+	// over CPUs (v1 cpu.stat throttled_time, v2 throttled_usec).
 	ThrottledSeconds float64 `json:"cgroup_cpu_throttled_seconds"`
 	// Cgroup names the cgroup the figures come from, "v1:/coldstart/ID" or
 	// "v2:/coldstart/ID" ("" = no cgroup: all figures are zero).
@@ -217,11 +218,20 @@ func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
 		return nil, fmt.Errorf("%w: no cgroup filesystem at %s; "+
 			"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup, mount)
 	}
-	if err != nil && (errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EROFS)) {
+	switch {
+	case err == nil:
+		return cg, nil
+	case errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EROFS):
 		return nil, fmt.Errorf("%w%s: %w; cores= and mem= budgets need one, cpus= budgets work without",
 			ErrNoCgroup, why, err)
+	case mode == ModeV2 && errors.Is(err, unix.EBUSY):
+		// A v2 cgroup with processes in it cannot hand controllers down:
+		// typically a container whose processes sit in its root cgroup.
+		return nil, fmt.Errorf("%w: %w (a v2 cgroup that holds processes cannot enable controllers for its "+
+			"children, as in a container's root cgroup); cores= and mem= budgets need one, cpus= budgets work without",
+			ErrNoCgroup, err)
 	}
-	return cg, err
+	return nil, err
 }
 
 // Check reports whether b can be placed on this machine now, making and
