@@ -57,7 +57,7 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 			if len(c.Summaries) == 0 {
 				continue
 			}
-			r.coldTable(m, c)
+			r.coldTable(m, c, true)
 			plots(c, "coldstart")
 		}
 	}
@@ -95,6 +95,22 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 			m.p("- `%s`\n", w)
 		}
 		m.p("\n")
+	}
+	return m.err
+}
+
+// Headline writes the short form a README quotes: the cold-start table of
+// every cold-start campaign, with its provenance line, and the
+// recommendations, without plots or the other tables.
+func (r *Report) Headline(w io.Writer) error {
+	m := &mdw{w: w}
+	for _, c := range r.Campaigns {
+		if len(c.Summaries) > 0 {
+			r.coldTable(m, c, false)
+		}
+	}
+	for _, rec := range r.Recommendations() {
+		m.p("- %s\n", rec)
 	}
 	return m.err
 }
@@ -207,14 +223,14 @@ func dagger(doubt string) string {
 	if doubt == "" {
 		return ""
 	}
-	return " † " + doubt
+	return " †"
 }
 
 func (r *Report) heading(m *mdw, c *Campaign, kind string) {
 	m.p("### %s — %s (%s)\n\n", r.ref(c, kind), c.Label, where(c))
 }
 
-func (r *Report) coldTable(m *mdw, c *Campaign) {
+func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	r.heading(m, c, "coldstart")
 	var rows [][]string
 	var dens []string
@@ -252,7 +268,9 @@ func (r *Report) coldTable(m *mdw, c *Campaign) {
 		m.p(" PSS idle from density campaign %s.", strings.Join(dens, ", "))
 	}
 	m.p("\n\n")
-	phaseTable(m, c)
+	if phases {
+		phaseTable(m, c)
+	}
 }
 
 // phaseTable shows where each cold start's time went: the median time

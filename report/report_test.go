@@ -62,6 +62,15 @@ func TestMarkdown(t *testing.T) {
 	golden(t, b.Bytes())
 }
 
+func TestHeadline(t *testing.T) {
+	r := load(t, "testdata")
+	var b bytes.Buffer
+	if err := r.Headline(&b); err != nil {
+		t.Fatalf("Headline() = %v", err)
+	}
+	golden(t, b.Bytes())
+}
+
 func TestBenchstat(t *testing.T) {
 	r := load(t, "testdata")
 	var b bytes.Buffer

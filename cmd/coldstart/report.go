@@ -28,6 +28,8 @@ type reportOptions struct {
 	PlotFormat string
 	// Title heads the Markdown document.
 	Title string
+	// Headline writes only the cold-start tables and the recommendations.
+	Headline bool
 	// stderr gets the warnings about input lines not used.
 	stderr io.Writer
 }
@@ -47,6 +49,7 @@ compares two campaigns. Lines it cannot use (truncated, hand-edited, another sch
 named file:line on stderr and in the report, and the rest is reported.`,
 		Example: `  coldstart report
   coldstart report --out PERFORMANCE.md --title Performance results/
+  coldstart report --headline results/ > headline.md
   coldstart report -o benchstat results/20261130-030000_coldstart.jsonl > new.txt`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Paths = args
@@ -66,6 +69,7 @@ named file:line on stderr and in the report, and the rest is reported.`,
 	f.StringVar(&o.Plots, "plots", "", "directory for the plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
 	f.StringVar(&o.PlotFormat, "plot-format", o.PlotFormat, "image format of the plots: svg or png")
 	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown document")
+	f.BoolVar(&o.Headline, "headline", false, "write only the cold-start tables and the recommendations, for a README to quote (no plots)")
 	return cmd
 }
 
@@ -75,6 +79,9 @@ func (o *reportOptions) validate() error {
 	case "benchstat":
 		if o.Plots != "" && o.Plots != "-" {
 			return fmt.Errorf("--plots: plots go with -o markdown, not -o benchstat")
+		}
+		if o.Headline {
+			return fmt.Errorf("--headline: goes with -o markdown, not -o benchstat")
 		}
 	default:
 		return fmt.Errorf("--output: unknown format %q (known: markdown, benchstat)", o.Format)
@@ -93,7 +100,7 @@ func (o *reportOptions) validate() error {
 // plotsDir is where plots go ("" = none).
 func (o *reportOptions) plotsDir() string {
 	switch {
-	case o.Format != "markdown" || o.Plots == "-":
+	case o.Format != "markdown" || o.Plots == "-" || o.Headline:
 		return ""
 	case o.Plots != "":
 		return o.Plots
@@ -120,6 +127,9 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	write := func(w io.Writer) error {
 		if o.Format == "benchstat" {
 			return r.Benchstat(w)
+		}
+		if o.Headline {
+			return r.Headline(w)
 		}
 		mo := report.MarkdownOptions{Title: o.Title}
 		if dir := o.plotsDir(); dir != "" {
