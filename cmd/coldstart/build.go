@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/render"
+)
+
+// buildOptions are `coldstart build`'s flags.
+type buildOptions struct {
+	Pkg         string // "" = the bundled sample server
+	Bin         string
+	Arms        builds.ArmList
+	UPXLevel    builds.UPXLevel
+	PGOProfile  string
+	PGODuration time.Duration
+	Instrument  bool
+	CacheDir    string
+	OutDir      string
+	NoCache     bool
+	Output      render.Format
+	Verbose     bool
+	Quiet       bool
+}
+
+func newBuildCmd(run func(context.Context, *buildOptions, io.Writer) error) *cobra.Command {
+	o := &buildOptions{
+		Arms:        builds.ArmList(builds.DefaultArms),
+		UPXLevel:    builds.UPXDefault,
+		PGODuration: 10 * time.Second,
+		Output:      render.Table,
+	}
+	cmd := &cobra.Command{
+		Use:   "build [flags] [PKG]",
+		Short: "Build a Go main package as each arm (default, static, upx, pgo) and print size and build time",
+		Long: `build turns one Go main package (default: the bundled sample server ./examples/echo)
+into each arm and prints one row per arm. Builds are cached under
+${XDG_CACHE_HOME:-~/.cache}/coldstart/builds by what determines them (the main
+module's sources the package depends on, go.mod/go.sum, the arm's flags, the Go
+toolchain, the PGO profile, the upx version): a second build with nothing
+changed reuses the artifact and says so in the cached column.
+
+Without --pgo-profile, the pgo arm collects a CPU profile: it runs the default
+arm (built with the debug hook) under gRPC load from coldstart's own client for
+--pgo-duration and keeps the profile and a note of how it was collected beside
+the artifact.`,
+		Example: `  coldstart build
+  coldstart build --arms default,upx --upx-level lzma ./cmd/myserver
+  coldstart build --arms pgo --pgo-profile cpu.pprof -o json ./cmd/myserver
+  coldstart build --bin ./myserver --arms default,upx`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Pkg = args[0]
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.Var(&o.Arms, "arms", "arms to build, comma-separated, or all (known: "+strings.Join(builds.Known(), ", ")+")")
+	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
+	f.StringVar(&o.PGOProfile, "pgo-profile", "", `CPU profile (pprof) for the pgo arm ("" = collect one under load)`)
+	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to profile the loaded default arm when collecting, whole seconds")
+	f.BoolVar(&o.Instrument, "instrument", false, "compile in the debug hook: with $COLDSTART_DEBUG_ADDR set the server serves /debug/pprof/profile and /debug/runtime there")
+	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default, as-is, and upx only)")
+	f.StringVar(&o.CacheDir, "cache-dir", "", `build cache directory ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
+	f.StringVar(&o.OutDir, "out-dir", "", `copy each artifact here as <name>-<arm> ("" = leave them in the cache)`)
+	f.BoolVar(&o.NoCache, "no-cache", false, "build every arm afresh and do not record it")
+	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every command line run to stderr")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+	cmd.MarkFlagsMutuallyExclusive("verbose", "quiet")
+	cmd.SetFlagErrorFunc(flagError)
+	return cmd
+}
+
+// flagError turns pflag's `invalid argument "gcc" for "--arms" flag: ...`
+// into `--arms: ...`: the flag's own error already quotes the value.
+func flagError(_ *cobra.Command, err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) && iv.GetFlag() != nil {
+		return fmt.Errorf("--%s: %w", iv.GetFlag().Name, iv.Unwrap())
+	}
+	return err
+}
+
+func (o *buildOptions) validate() error {
+	if o.Bin != "" && o.Pkg != "" {
+		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	}
+	if o.PGODuration < time.Second {
+		return fmt.Errorf("--pgo-duration: %v, want at least 1s", o.PGODuration)
+	}
+	if len(o.Arms) == 0 {
+		return fmt.Errorf("--arms: no arms named (known: %s)", strings.Join(builds.Known(), ", "))
+	}
+	return nil
+}
+
+// buildRow is one arm in `coldstart build`'s table; JSON output is the full
+// builds.Artifact (path, sha256, commands, ...).
+type buildRow struct {
+	Arm          string  `json:"arm"`
+	SizeBytes    int64   `json:"size_bytes"`
+	BuildMs      float64 `json:"build_ms" render:"%.0f"`
+	Flags        string  `json:"flags"`
+	Cached       bool    `json:"cached"`
+	Instrumented bool    `json:"instrumented"`
+}
+
+func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
+	var src builds.Source
+	switch {
+	case o.Bin != "":
+		src = builds.Source{Bin: o.Bin}
+	case o.Pkg != "":
+		src = builds.Source{Pkg: o.Pkg}
+	default:
+		s, err := builds.SampleSource()
+		if err != nil {
+			return err
+		}
+		src = s
+	}
+	bo := builds.Options{
+		CacheDir:    o.CacheDir,
+		NoCache:     o.NoCache,
+		OutDir:      o.OutDir,
+		UPXLevel:    o.UPXLevel,
+		PGOProfile:  o.PGOProfile,
+		PGODuration: o.PGODuration,
+		Instrument:  o.Instrument,
+		Verbose:     o.Verbose,
+	}
+	if !o.Quiet {
+		bo.Progress = os.Stderr
+	}
+	arts, errs := builds.BuildAll(ctx, src, o.Arms, bo)
+	var built []builds.Artifact
+	var rows []buildRow
+	for i, a := range arts {
+		if errs[i] != nil {
+			continue
+		}
+		built = append(built, a)
+		flags := a.Flags
+		if p, ok := strings.CutPrefix(flags, "-pgo="); ok { // the full path is in -o json
+			flags = "-pgo=" + filepath.Base(p)
+			if a.ProfileNote != "" {
+				flags += " (collected)"
+			}
+		}
+		rows = append(rows, buildRow{Arm: a.Arm, SizeBytes: a.SizeBytes, BuildMs: a.BuildMs, Flags: flags, Cached: a.Cached, Instrumented: a.Instrumented})
+	}
+	var err error
+	if o.Output == render.JSON {
+		if built == nil {
+			built = []builds.Artifact{}
+		}
+		err = render.Write(w, o.Output, built)
+	} else if len(rows) > 0 {
+		err = render.Write(w, o.Output, rows)
+	}
+	return errors.Join(append([]error{err}, errs...)...)
+}
