@@ -121,7 +121,7 @@ func (r *Report) Recommendations() []Recommendation {
 		for _, b := range budgetsOf(c.Summaries, func(s Summary) string { return s.Budget }) {
 			var ss []Summary
 			for _, s := range c.Summaries {
-				if s.Budget == b && s.Runs > 0 {
+				if s.Budget == b && s.Runs > 0 && s.MedianMs > 0 {
 					ss = append(ss, s)
 				}
 			}
@@ -334,6 +334,14 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 			return math.Exp(sum / float64(len(common)))
 		}
 		cpu := func(s SteadyRow) float64 { return s.ServerCPUUsPerCall }
+		metered := true // every arm's server CPU was read on every common step
+		for _, a := range arms {
+			for _, sh := range common {
+				if byArm[a][sh].ServerCPUUsPerCall <= 0 {
+					metered = false
+				}
+			}
+		}
 		sorted := append([]string(nil), arms...)
 		sort.SliceStable(sorted, func(i, j int) bool { return geo(sorted[i], cpu) < geo(sorted[j], cpu) })
 		b, w := sorted[0], sorted[len(sorted)-1]
@@ -343,7 +351,9 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 				ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, a, g.budget, g.proto, sh), byArm[a][sh].Doubt())
 			}
 		}
-		if ratio := geo(w, cpu) / geo(b, cpu); ratio < SameWithin {
+		if !metered {
+			// No CPU figures to compare; throughput below still is.
+		} else if ratio := geo(w, cpu) / geo(b, cpu); ratio < SameWithin {
 			out = append(out, ct.rec("Under %s over %s, the arms spend the same server CPU per call within %.0f%% (%s: %s µs, %s: %s µs; geometric mean over %s)",
 				g.budget, g.proto, 100*(SameWithin-1), b, us(geo(b, cpu)), w, us(geo(w, cpu)), strings.Join(names, "; ")))
 		} else {

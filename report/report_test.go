@@ -414,3 +414,23 @@ func TestDoubt(t *testing.T) {
 		})
 	}
 }
+
+func TestRecommendationsSkipEmptyFigures(t *testing.T) {
+	r := &Report{Campaigns: []*Campaign{{
+		Label: "c",
+		Summaries: []Summary{
+			{Arm: "a", Budget: "max", Runs: 5, MedianMs: 0},
+			{Arm: "b", Budget: "max", Runs: 5, MedianMs: 9, MinMs: 8, MaxMs: 10, P90Ms: 10},
+		},
+		Steady: []SteadyRow{
+			{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "sequential", Concurrency: 1, CallsPerS: 100, P50Us: 100},
+			{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "sequential", Concurrency: 1, CallsPerS: 110, P50Us: 90, ServerCPUUsPerCall: 50},
+		},
+	}}}
+	got := recText(r.Recommendations())
+	for _, bad := range []string{"Inf", "NaN", "CPU per call"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("recommendations from rows without figures say %q:\n%s", bad, got)
+		}
+	}
+}
