@@ -100,9 +100,18 @@ const Flag = "--budget"
 // (unknown key, malformed size, CPUs it does not have, quota ≤ 0).
 var ErrUsage = errors.New("invalid budget")
 
-type usageError struct{ msg string }
+type usageError struct {
+	msg    string
+	noFlag bool // pflag already says which flag: `invalid argument "x" for "--budget" flag: ...`
+}
 
-func (e *usageError) Error() string        { return Flag + ": " + e.msg }
+func (e *usageError) Error() string {
+	if e.noFlag {
+		return e.msg
+	}
+	return Flag + ": " + e.msg
+}
+
 func (e *usageError) Is(target error) bool { return target == ErrUsage }
 
 func usagef(format string, args ...any) error {
@@ -442,8 +451,12 @@ func (l *List) String() string {
 }
 
 // Set parses v and adds its budgets (replacing the default on first use).
+// Its errors leave the flag's name to pflag, which prefixes it.
 func (l *List) Set(v string) error {
 	bs, err := Parse(v)
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
+		return &usageError{msg: ue.msg, noFlag: true}
+	}
 	if err != nil {
 		return err
 	}

@@ -201,8 +201,12 @@ func TestList(t *testing.T) {
 		t.Errorf("List.String() = %q, want %q", got, want)
 	}
 	err := fs.Parse([]string{"--budget", "cores=0"})
-	if err == nil || !strings.Contains(err.Error(), "--budget: CPU quota") {
-		t.Errorf("--budget cores=0: error %v, want one naming --budget and the quota", err)
+	wantErr := `invalid argument "cores=0" for "--budget" flag: CPU quota cores=0 must be at least 0.01`
+	if err == nil || !strings.HasPrefix(err.Error(), wantErr) {
+		t.Errorf("--budget cores=0: error %v, want %s...", err, wantErr)
+	}
+	if !errors.Is(err, ErrUsage) {
+		t.Errorf("--budget cores=0: error %v is not ErrUsage", err)
 	}
 }
 

@@ -783,3 +783,31 @@ func TestV2RefusesPresetCgroupFD(t *testing.T) {
 		t.Errorf("prepare with UseCgroupFD set: %v, want a refusal", err)
 	}
 }
+
+// TestAccounting: a budget without limits gets a cgroup only on request,
+// for its figures.
+func TestAccounting(t *testing.T) {
+	plain := place(t, Budget{})
+	if plain.Mode() != ModeNone {
+		t.Errorf("max without WithAccounting uses cgroup %s", plain.Cgroup())
+	}
+	if u, err := plain.Usage(); err != nil || u != (Usage{}) {
+		t.Errorf("Usage without a cgroup = %+v, %v; want zero", u, err)
+	}
+	pl := place(t, Budget{}, WithAccounting())
+	if pl.Mode() == ModeNone {
+		t.Skip("no cgroup for accounting on this machine")
+	}
+	cmd := childCmd("alloc:16")
+	start(t, pl, cmd)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := pl.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.MemPeakBytes < 16<<20 || u.CPUSeconds <= 0 {
+		t.Errorf("accounting-only Usage = %+v, want a memory peak ≥ 16 MiB and CPU > 0", u)
+	}
+}
