@@ -313,16 +313,13 @@ func TestQuotaHalfCore(t *testing.T) {
 	t.Logf("cores=0.5, two spinning goroutines: spinning %.3fs wall, %.3fs CPU: ratio %.2f; whole child %.3fs wall, "+
 		"cgroup CPU %.3fs, rusage CPU %.3fs, throttled %.3fs; rest of the machine busy %.2f of %d cores; cgroup %s",
 		spinWall, spinCPU, ratio, wall.Seconds(), u.CPUSeconds, procCPU, u.ThrottledSeconds, others, ncpu, u.Cgroup)
-	// The quota caps the ratio however busy the machine is.
-	if ratio > 0.7 {
-		t.Errorf("CPU/wall under cores=0.5 = %.2f, want about 0.5 (≤ 0.7)", ratio)
+	// At the highest weight the quota, not the rest of the machine, sets
+	// the ratio (measured 0.51-0.52 with the machine's load average at 20).
+	if ratio < 0.3 || ratio > 0.7 {
+		t.Errorf("CPU/wall of two spinning goroutines under cores=0.5 = %.2f, want about 0.5 (0.3..0.7)", ratio)
 	}
-	// It should also not starve the child, unless other work took the
-	// machine: then a low ratio is the machine's, not the quota's.
-	if free := float64(ncpu) - others; free >= 1 && ratio < 0.3 {
-		t.Errorf("CPU/wall under cores=0.5 = %.2f with %.2f cores free, want about 0.5 (≥ 0.3)", ratio, free)
-	} else if free < 1 {
-		t.Logf("machine busy (%.2f cores free): lower bound not checked", free)
+	if u.ThrottledSeconds <= 0 {
+		t.Errorf("ThrottledSeconds = %v, want > 0 for a child spinning past its quota", u.ThrottledSeconds)
 	}
 	// The cgroup's figure and the process's own agree: it was charged from
 	// its first instruction to its last.
