@@ -49,9 +49,20 @@ func staticArtifact(t *testing.T) Artifact {
 	return a
 }
 
-func TestBuildImageReproducible(t *testing.T) {
-	ctx := context.Background()
+// TestBuildImage builds images around one static echo binary; the subtests
+// share it (building it takes ~2 s).
+func TestBuildImage(t *testing.T) {
 	bin := staticArtifact(t)
+	t.Run("Reproducible", func(t *testing.T) { testReproducible(t, bin) })
+	t.Run("Contents", func(t *testing.T) { testContents(t, bin) })
+	t.Run("OnBase", func(t *testing.T) { testOnBase(t, bin) })
+	t.Run("BadBase", func(t *testing.T) { testBadBase(t, bin) })
+	t.Run("PushUnreachable", func(t *testing.T) { testPushUnreachable(t, bin) })
+	t.Run("NewImage", func(t *testing.T) { testNewImage(t, bin) })
+}
+
+func testReproducible(t *testing.T, bin Artifact) {
+	ctx := context.Background()
 	var got []ImageResult
 	for i := 0; i < 2; i++ {
 		r, err := BuildImage(ctx, bin, ImageOptions{Dir: filepath.Join(t.TempDir(), "out")})
@@ -85,8 +96,7 @@ func TestBuildImageReproducible(t *testing.T) {
 	}
 }
 
-func TestBuildImageContents(t *testing.T) {
-	bin := staticArtifact(t)
+func testContents(t *testing.T, bin Artifact) {
 	r, err := BuildImage(context.Background(), bin, ImageOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -171,8 +181,7 @@ func TestBuildImageContents(t *testing.T) {
 	}
 }
 
-func TestBuildImageOnBase(t *testing.T) {
-	bin := staticArtifact(t)
+func testOnBase(t *testing.T, bin Artifact) {
 	// The first image becomes the base of the second: a local OCI layout,
 	// then the tarball.
 	base, err := BuildImage(context.Background(), bin, ImageOptions{Dir: t.TempDir(), Labels: map[string]string{"base-label": "kept"}})
@@ -201,7 +210,7 @@ func TestBuildImageOnBase(t *testing.T) {
 	}
 }
 
-func TestBuildImageBadBase(t *testing.T) {
+func testBadBase(t *testing.T, bin Artifact) {
 	dir := t.TempDir()
 	notImage := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notImage, []byte("hello"), 0o644); err != nil {
@@ -219,7 +228,6 @@ func TestBuildImageBadBase(t *testing.T) {
 		{"dir without index.json", emptyDir, ErrNotImage},
 		{"missing", filepath.Join(dir, "nope"), os.ErrNotExist},
 	}
-	bin := staticArtifact(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := BuildImage(context.Background(), bin, ImageOptions{Dir: t.TempDir(), Base: tt.base})
@@ -230,8 +238,7 @@ func TestBuildImageBadBase(t *testing.T) {
 	}
 }
 
-func TestPushUnreachable(t *testing.T) {
-	bin := staticArtifact(t)
+func testPushUnreachable(t *testing.T, bin Artifact) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -246,13 +253,13 @@ func TestPushUnreachable(t *testing.T) {
 	}
 }
 
-func TestNewImageBuilder(t *testing.T) {
+func testNewImage(t *testing.T, bin Artifact) {
 	dir := t.TempDir()
 	b := NewImage(nil, WithImageDir(dir), WithTag("example.com/echo:test"))
 	if b.Arm() != "image" {
 		t.Errorf("Arm() = %q", b.Arm())
 	}
-	a, err := b.Build(context.Background(), Source{Bin: staticEcho(t)})
+	a, err := b.Build(context.Background(), Source{Bin: bin.Path})
 	if err != nil {
 		t.Fatal(err)
 	}
