@@ -97,12 +97,16 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 			}
 			arm.Launcher, arm.Path = r, a.Image
 		}
-		arm.Args = func(t prober.Target) []string {
-			args, err := tmpl.Expand(prober.VarsFor(t))
-			if err != nil {
-				return nil // ParseTemplate and the transport check rule this out
+		arm.Args = func(t prober.Target) ([]string, error) {
+			v := prober.VarsFor(t)
+			if tmpl.Uses("debug_addr") {
+				d, err := prober.FreeTCP()
+				if err != nil {
+					return nil, err
+				}
+				v.DebugAddr = d.Address
 			}
-			return args
+			return tmpl.Expand(v)
 		}
 		if len(c.Env) > 0 {
 			arm.EnvFor = func(t prober.Target) []string {

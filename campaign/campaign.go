@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ type Arm struct {
 	Path string
 	// Args returns the server's arguments for a target; nil = none (the
 	// server reads $PORT).
-	Args func(t prober.Target) []string
+	Args func(t prober.Target) ([]string, error)
 	// Env is extra environment for the server; EnvFor, when set, adds
 	// more that depends on the target (expanded placeholders).
 	Env    []string
@@ -52,7 +51,10 @@ func (a Arm) launcher() prober.Launcher {
 func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log io.Writer) (prober.Instance, error) {
 	var args []string
 	if a.Args != nil {
-		args = a.Args(t)
+		var err error
+		if args, err = a.Args(t); err != nil {
+			return nil, fmt.Errorf("start %s: %w", a.Name, err)
+		}
 	}
 	env := a.Env
 	if a.EnvFor != nil {
@@ -74,19 +76,21 @@ const (
 	Unix Transport = "unix"
 )
 
-// newTarget picks a fresh address; cleanup removes what it made.
-func newTarget(tr Transport, fixed prober.Target) (prober.Target, func(), error) {
-	if fixed.Address != "" {
-		return fixed, func() {}, nil
-	}
-	if tr == Unix {
-		dir, err := os.MkdirTemp("", "coldstart-sock-")
-		if err != nil {
-			return prober.Target{}, nil, fmt.Errorf("make socket dir: %w", err)
+// newTarget picks where one instance listens: a fixed address (--addr, or
+// the one a probe URL names) when there is one, else a socket in a fresh
+// temp dir for the unix transport, else a free loopback port. cleanup
+// removes what it made.
+func newTarget(tr Transport, fixed prober.Target, c prober.Checker) (prober.Target, func(), error) {
+	if tr == Unix && fixed.Address == "" {
+		if h, ok := c.(*prober.HTTP); !ok || h.Fixed.Address == "" {
+			dir, err := os.MkdirTemp("", "cs-")
+			if err != nil {
+				return prober.Target{}, nil, fmt.Errorf("make socket dir: %w", err)
+			}
+			return prober.Target{Network: "unix", Address: prober.SocketPath(dir)}, func() { os.RemoveAll(dir) }, nil
 		}
-		return prober.Target{Network: "unix", Address: filepath.Join(dir, "server.sock")}, func() { os.RemoveAll(dir) }, nil
 	}
-	t, err := prober.FreeTCP()
+	t, err := prober.ChooseTarget(fixed, c, prober.Template{}, "")
 	return t, func() {}, err
 }
 

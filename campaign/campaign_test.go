@@ -56,11 +56,11 @@ func serveHealth(port string, st healthpb.HealthCheckResponse_ServingStatus) {
 }
 
 func selfArm(name, mode string) Arm {
-	return Arm{Name: name, Path: os.Args[0], Env: []string{"COLDSTART_TEST_SERVER=" + mode}, Args: func(t prober.Target) []string {
+	return Arm{Name: name, Path: os.Args[0], Env: []string{"COLDSTART_TEST_SERVER=" + mode}, Args: func(t prober.Target) ([]string, error) {
 		if t.Network == "unix" {
-			return []string{"--unix", t.Address}
+			return []string{"--unix", t.Address}, nil
 		}
-		return nil
+		return nil, nil
 	}}
 }
 
@@ -92,11 +92,11 @@ func echoServer(t *testing.T) string {
 }
 
 func echoArm(t *testing.T) Arm {
-	return Arm{Name: "default", Path: echoServer(t), Args: func(tg prober.Target) []string {
+	return Arm{Name: "default", Path: echoServer(t), Args: func(tg prober.Target) ([]string, error) {
 		if tg.Network == "unix" {
-			return []string{"--unix", tg.Address}
+			return []string{"--unix", tg.Address}, nil
 		}
-		return []string{"--addr", tg.Address}
+		return []string{"--addr", tg.Address}, nil
 	}}
 }
 

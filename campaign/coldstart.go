@@ -166,7 +166,7 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 			s.Error = err.Error()
 		}
 	}()
-	t, cleanup, err := newTarget(c.Transport, c.Addr)
+	t, cleanup, err := newTarget(c.Transport, c.Addr, checker)
 	if err != nil {
 		return s, err
 	}

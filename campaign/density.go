@@ -88,7 +88,7 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record 
 		}
 	}()
 	for i := 0; i < d.Instances; i++ {
-		t, cleanup, err := newTarget(d.Transport, prober.Target{})
+		t, cleanup, err := newTarget(d.Transport, prober.Target{}, checker)
 		if err != nil {
 			return row, err
 		}

@@ -68,7 +68,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "crosscheck: %q: want ARM=BINARY\n", a)
 			os.Exit(2)
 		}
-		arm := campaign.Arm{Name: name, Path: bin, Args: func(t prober.Target) []string { return []string{"--addr", t.Address} }}
+		arm := campaign.Arm{Name: name, Path: bin, Args: func(t prober.Target) ([]string, error) { return []string{"--addr", t.Address}, nil }}
 		var cs, plain []float64
 		for i := 0; i < *n; i++ {
 			// Interleave the two probers run by run.

@@ -10,11 +10,16 @@ import (
 	"syscall"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run executes the command line and returns the exit code; tests run it in
+// process through testscript.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "coldstart:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 // serverOptions are the flags every measuring command shares: what to
@@ -67,6 +69,19 @@ func (o *serverOptions) validate() error {
 	}
 	if o.Bin != "" && o.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	}
+	if _, err := builds.ParseArms(o.Arms); err != nil {
+		return fmt.Errorf("--arms: %w", err)
+	}
+	var level builds.UPXLevel
+	if err := level.Set(o.UPXLevel); err != nil {
+		return fmt.Errorf("--upx-level: %w", err)
+	}
+	if _, err := prober.ParseTemplate(o.ServerArgs); err != nil {
+		return err
+	}
+	if _, err := o.checker(); err != nil {
+		return err
 	}
 	for _, e := range o.Env {
 		if k, _, ok := cutEnv(e); !ok || k == "" {

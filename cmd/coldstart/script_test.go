@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/coldstart-go/coldstart/internal/testservers"
+)
+
+// testMain runs the tests inside testservers.Run, so the servers it builds
+// are removed at the end.
+type testMain struct{ m *testing.M }
+
+func (t testMain) Run() int { return testservers.Run(t.m) }
+
+func TestMain(m *testing.M) {
+	os.Exit(testscript.RunMain(testMain{m}, map[string]func() int{"coldstart": run}))
+}
+
+// TestScripts runs testdata/script/*.txtar: the coldstart command end to
+// end against real servers, checking exit status, stdout and stderr.
+// $TESTSERVER is internal/testservers' multi-mode server; $MODROOT is this
+// checkout, so the bundled sample server builds (and is cached) as usual.
+func TestScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end scripts build and start real servers; skipped in -short mode")
+	}
+	ts := testservers.Build(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("TESTSERVER", ts)
+			env.Setenv("MODROOT", root)
+			for _, k := range []string{"HOME", "XDG_CACHE_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "GOFLAGS", "GOPROXY", "PATH"} {
+				if v, ok := os.LookupEnv(k); ok {
+					env.Setenv(k, v)
+				}
+			}
+			return nil
+		},
+	})
+}
