@@ -35,8 +35,8 @@ type cgroupV1 struct {
 	cg    cgroup1.Cgroup
 	subs  []cgroup1.Name // controllers the cgroup exists in
 	move  []cgroup1.Name // of those, one per distinct hierarchy (co-mounts)
-	// madeParents lists the parent directories this placement created,
-	// deepest first.
+	// madeParents lists the parent directories Close tries to remove,
+	// deepest first (see parentsToRemove).
 	madeParents []string
 }
 
@@ -80,7 +80,7 @@ func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
 		if !seen[real] {
 			seen[real] = true
 			c.move = append(c.move, k.name)
-			c.madeParents = append(c.madeParents, missingDirs(real, parent)...)
+			c.madeParents = append(c.madeParents, parentsToRemove(real, parent)...)
 		}
 		c.subs = append(c.subs, k.name)
 		switch k.name {
@@ -237,6 +237,17 @@ func (c *cgroupV1) removeDirs() {
 // when empty: rmdir never removes a cgroup with children, so another run's
 // cgroup keeps it (it is then left behind, empty).
 func (c *cgroupV1) removeParents() { removeDirs(c.madeParents) }
+
+// parentsToRemove lists the parent directories under root a placement
+// removes again when empty, deepest first: DefaultParent, coldstart's
+// own, always; of another parent, the levels that do not exist yet (the
+// placement is about to create them).
+func parentsToRemove(root, parent string) []string {
+	if parent == DefaultParent {
+		return []string{filepath.Join(root, DefaultParent)}
+	}
+	return missingDirs(root, parent)
+}
 
 // missingDirs lists the directories of cgroup path parent under root that
 // do not exist yet, deepest first.

@@ -55,7 +55,7 @@ func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
 	if _, err := os.Lstat(dir); err == nil {
 		return nil, fmt.Errorf("create cgroup %s: %s already exists", c.name(), dir)
 	}
-	c.madeParents = missingDirs(mount, parent)
+	c.madeParents = parentsToRemove(mount, parent)
 	res := &cgroup2.Resources{}
 	if has("cpu") {
 		res.CPU = &cgroup2.CPU{}

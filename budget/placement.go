@@ -75,8 +75,11 @@ var ErrMemoryLimit = errors.New("killed by the budget's memory limit")
 
 // DefaultParent is the cgroup under which each placement's cgroup is made,
 // from the root of each hierarchy (v1: in each controller's hierarchy);
-// WithParent picks another. Only parent cgroups a placement created itself
-// are removed again, and only when empty.
+// WithParent picks another. Close removes DefaultParent when it is empty
+// (it is coldstart's own, shared by concurrent runs: rmdir fails while
+// another run's cgroup is inside, and a run that loses its parent between
+// two mkdirs tries again); of another parent, only the levels that
+// placement created, when empty.
 const DefaultParent = "/coldstart"
 
 // NewID returns a fresh placement id, "coldstart-<pid>-<8 random hex>".
@@ -209,14 +212,21 @@ func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
 		cg  cgroup
 		err error
 	)
-	switch mode {
-	case ModeV1, ModeHybrid:
-		cg, err = newCgroupV1(mount, cfg.parent, id, b)
-	case ModeV2:
-		cg, err = newCgroupV2(mount, cfg.parent, id, b)
-	default:
-		return nil, fmt.Errorf("%w: no cgroup filesystem at %s; "+
-			"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup, mount)
+	// Another run closing may remove an empty parent between our mkdir of
+	// it and of our cgroup inside it (ENOENT): try again.
+	for attempt := 0; attempt < 3; attempt++ {
+		switch mode {
+		case ModeV1, ModeHybrid:
+			cg, err = newCgroupV1(mount, cfg.parent, id, b)
+		case ModeV2:
+			cg, err = newCgroupV2(mount, cfg.parent, id, b)
+		default:
+			return nil, fmt.Errorf("%w: no cgroup filesystem at %s; "+
+				"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup, mount)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			break
+		}
 	}
 	switch {
 	case err == nil:

@@ -808,3 +808,38 @@ func TestAccounting(t *testing.T) {
 		t.Errorf("accounting-only Usage = %+v, want a memory peak ≥ 16 MiB and CPU > 0", u)
 	}
 }
+
+// TestConcurrentPlacements: runs sharing the default parent make and
+// remove their cgroups (and the parent, when empty) without tripping over
+// each other.
+func TestConcurrentPlacements(t *testing.T) {
+	if err := (Budget{Cores: 1}).Check(); errors.Is(err, ErrNoCgroup) {
+		t.Skip(err)
+	}
+	before := ours(t)
+	errc := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 25 {
+				pl, err := (Budget{Cores: 1, MemBytes: 64 << 20}).Place(NewID())
+				if err != nil {
+					errc <- err
+					return
+				}
+				if err := pl.Close(); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+	if after := ours(t); len(after) != len(before) {
+		t.Errorf("cgroups left behind: before %v, after %v", before, after)
+	}
+}
