@@ -15,8 +15,10 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newBuildCmd(runBuild),
 		newRunCmd(runColdstart),
 		newDensityCmd(runDensity),
+		newDeployCmd(runDeploy),
 		newReportCmd(runReport),
 	)
 	return root
