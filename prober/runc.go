@@ -44,7 +44,11 @@ var ErrNoRuntime = errors.New("container runtime not available")
 // then shares read-only. Each instance gets its own bundle directory
 // (config.json, stdout, stderr) keyed by Spec.ID, and runs with the host's
 // network (no network namespace), so a server's 127.0.0.1 port is reachable;
-// a Unix socket's directory is bind-mounted instead.
+// a Unix socket's directory is bind-mounted instead. Spec.Args replace the
+// image's Cmd after its Entrypoint (as with docker run); Spec.Env follows the
+// image's Env, then PORT; Spec.Dir is not used (the image's WorkingDir is).
+// The container's exit status is not known (init is not our child): Err
+// quotes its stderr instead.
 //
 // Call Close when done: it removes the unpacked root filesystems.
 type Runc struct {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,6 +120,14 @@ func runServesHealth(t *testing.T, img builds.ImageResult) {
 		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(inst.PID()) + "/cmdline")
 		if err != nil || !strings.HasPrefix(string(cmdline), "/server\x00") {
 			t.Errorf("/proc/%d/cmdline = %q (%v), want /server", inst.PID(), cmdline, err)
+		}
+		// Not in our process group: a Ctrl-C at the terminal reaches
+		// coldstart, which stops the container in order.
+		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(inst.PID()) + "/stat"); err == nil {
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			if len(f) > 2 && f[2] == strconv.Itoa(syscall.Getpgrp()) {
+				t.Errorf("container init %d is in our process group %s", inst.PID(), f[2])
+			}
 		}
 		if _, err := prober.HostProc.Mem(inst.PID()); err != nil {
 			t.Errorf("Mem(%d): %v", inst.PID(), err)
