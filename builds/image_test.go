@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +17,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -58,6 +63,7 @@ func TestBuildImage(t *testing.T) {
 	t.Run("OnBase", func(t *testing.T) { testOnBase(t, bin) })
 	t.Run("BadBase", func(t *testing.T) { testBadBase(t, bin) })
 	t.Run("PushUnreachable", func(t *testing.T) { testPushUnreachable(t, bin) })
+	t.Run("Push", func(t *testing.T) { testPush(t, bin) })
 	t.Run("NewImage", func(t *testing.T) { testNewImage(t, bin) })
 }
 
@@ -250,6 +256,32 @@ func testPushUnreachable(t *testing.T, bin Artifact) {
 	_, err = BuildImage(ctx, bin, ImageOptions{Dir: t.TempDir(), Push: "Not A Repo"})
 	if err == nil || !strings.Contains(err.Error(), "REGISTRY/REPO") {
 		t.Errorf("push to a bad name = %v, want the expected form", err)
+	}
+}
+
+// testPush pushes to go-containerregistry's in-memory registry on a
+// loopback port and pulls the image back by the returned reference.
+func testPush(t *testing.T, bin Artifact) {
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo := strings.TrimPrefix(srv.URL, "http://") + "/coldstart/echo"
+	r, err := BuildImage(context.Background(), bin, ImageOptions{Dir: t.TempDir(), Push: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := repo + "@" + r.Artifact.Digest; r.Ref != want {
+		t.Errorf("Ref = %q, want %q", r.Ref, want)
+	}
+	ref, err := name.ParseReference(r.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatalf("pull %s: %v", r.Ref, err)
+	}
+	if d, _ := img.Digest(); d.String() != r.Artifact.Digest {
+		t.Errorf("pulled digest %s, want %s", d, r.Artifact.Digest)
 	}
 }
 
