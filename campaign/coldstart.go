@@ -47,8 +47,8 @@ type Summary struct {
 	MinMs    float64 `json:"min_ms"`
 	MaxMs    float64 `json:"max_ms"`
 	// Medians of the phases, milliseconds from t0.
-	StartedMs   float64 `json:"started_ms"`
-	AcceptingMs float64 `json:"accepting_ms"`
+	StartedMs   float64 `json:"started_ms" render:"-"`
+	AcceptingMs float64 `json:"accepting_ms" render:"-"`
 	// Medians of the server's figures at first RPC.
 	StartupCPUMs float64 `json:"startup_cpu_ms"`
 	RSSBytes     int64   `json:"rss_bytes" render:"bytes"`
@@ -60,7 +60,7 @@ type Summary struct {
 	Probe       string  `json:"probe"`
 	// PhasesMs holds the median of every phase seen, launcher phases
 	// included (runc: bundle_ready, created).
-	PhasesMs map[string]float64 `json:"phases_ms" render:"-"`
+	PhasesMs map[string]float64 `json:"phases_ms"`
 }
 
 // Run measures every arm under every budget: one warm-up round (run 0,

@@ -37,7 +37,7 @@ type serverOptions struct {
 }
 
 func (o *serverOptions) defaults() {
-	o.Arms = "default,static,upx,pgo"
+	o.Arms = "default,static,upx,pgo,image"
 	o.UPXLevel = "default"
 	o.PGODuration = 10 * time.Second
 	o.Probe = "health"

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -183,6 +184,10 @@ func cell(v reflect.Value, verb string) string {
 		if v.Type().Elem().Kind() == reflect.String {
 			return strings.Join(v.Interface().([]string), " ")
 		}
+	case reflect.Map:
+		if m, ok := v.Interface().(map[string]float64); ok {
+			return formatTimes(m)
+		}
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return ""
@@ -211,4 +216,24 @@ func formatFloat(x float64) string {
 	default:
 		return strconv.FormatFloat(x, 'f', 3, 64)
 	}
+}
+
+// formatTimes renders named times ("phase -> ms from t0") in the order they
+// happened: "started=0.81 accepting=8.92 first_rpc=10.4".
+func formatTimes(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] < m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + formatFloat(m[k])
+	}
+	return strings.Join(parts, " ")
 }
