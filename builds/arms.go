@@ -63,7 +63,7 @@ func buildUncached(ctx context.Context, r recipe, o Options, src Source) (Artifa
 		os.RemoveAll(dir)
 		return Artifact{}, err
 	}
-	o.progress("%s: built in %s: %s", a.Arm, fmtMs(a.BuildMs), a.Path)
+	o.progress("%s: built in %s: %s", label(a), fmtMs(a.BuildMs), a.Path)
 	return a, nil
 }
 
@@ -218,7 +218,9 @@ var ErrUPXMissing = errors.New("upx not found")
 // UPXInstall is how to install upx on Debian.
 const UPXInstall = "apt-get install -t bookworm-backports upx-ucl (or: sudo scripts/setup.sh)"
 
-// upxBuild packs the static arm (or a prebuilt binary) with upx.
+// upxBuild packs the static arm (or a prebuilt binary) with upx. Its
+// BuildMs is the static build's plus the packing's: what the arm costs from
+// source.
 type upxBuild struct {
 	static recipe // the static arm, cached
 	o      Options

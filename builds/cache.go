@@ -67,7 +67,7 @@ func (c *cache) Build(ctx context.Context, src Source) (Artifact, error) {
 	final := filepath.Join(c.dir, key)
 	if a, err := loadArtifact(final); err == nil {
 		a.Cached = true
-		c.o.progress("%s: cached, built %s in %s: %s", a.Arm, a.BuiltAt, fmtMs(a.BuildMs), a.Path)
+		c.o.progress("%s: cached, built %s in %s: %s", label(a), a.BuiltAt, fmtMs(a.BuildMs), a.Path)
 		return a, nil
 	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
@@ -107,7 +107,7 @@ func (c *cache) Build(ctx context.Context, src Source) (Artifact, error) {
 		}
 		return Artifact{}, fmt.Errorf("store build in %s: %w", final, err)
 	}
-	c.o.progress("%s: built in %s: %s", a.Arm, fmtMs(a.BuildMs), a.Path)
+	c.o.progress("%s: built in %s: %s", label(a), fmtMs(a.BuildMs), a.Path)
 	return a, nil
 }
 
@@ -130,6 +130,14 @@ func loadArtifact(dir string) (Artifact, error) {
 		return Artifact{}, fmt.Errorf("cached %s changed since it was built", a.Path)
 	}
 	return a, nil
+}
+
+// label names an artifact in progress lines.
+func label(a Artifact) string {
+	if a.Instrumented {
+		return a.Arm + " (instrumented)"
+	}
+	return a.Arm
 }
 
 func rebase(p, from, to string) string {

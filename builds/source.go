@@ -165,7 +165,9 @@ func (o Options) listPkg(ctx context.Context, src Source) (*pkgInfo, error) {
 		}
 	}
 	if goMod != "" {
-		for _, f := range []string{goMod, strings.TrimSuffix(goMod, ".mod") + ".sum"} {
+		// vendor/modules.txt (when vendoring) also decides what dependencies
+		// are compiled in.
+		for _, f := range []string{goMod, strings.TrimSuffix(goMod, ".mod") + ".sum", filepath.Join(filepath.Dir(goMod), "vendor", "modules.txt")} {
 			if err := hashFile(h, filepath.Base(f), f); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("hash sources of %s: %w", src.Pkg, err)
 			}
@@ -202,7 +204,7 @@ func (o Options) goEnv(ctx context.Context) (string, error) {
 	if e != "" {
 		return e, nil
 	}
-	out, err := step{name: o.Go, args: []string{"env", "GOVERSION", "GOOS", "GOARCH", "GOAMD64", "GOARM64", "GOEXPERIMENT", "GOFLAGS", "CGO_ENABLED", "CC"}}.run(ctx, o.cmdLog())
+	out, err := step{name: o.Go, args: []string{"env", "GOVERSION", "GOOS", "GOARCH", "GOAMD64", "GOARM64", "GOEXPERIMENT", "GOFLAGS", "CGO_ENABLED", "CC", "GOWORK"}}.run(ctx, o.cmdLog())
 	if err != nil {
 		return "", fmt.Errorf("read go env: %w", err)
 	}
