@@ -47,7 +47,7 @@ func fakeCluster(t *testing.T, ns string, knative bool, objs ...*servingv1.Servi
 
 // playController stands in for Knative's controller: it watches Services
 // in ns and writes the status ready or failing, until the test ends.
-func playController(t *testing.T, c Clients, ns string, ready bool) {
+func playController(t *testing.T, c Clients, ns string, ready func(name string) bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := c.Serving.ServingV1().Services(ns).Watch(ctx, metav1.ListOptions{})
@@ -64,13 +64,15 @@ func playController(t *testing.T, c Clients, ns string, ready bool) {
 				continue
 			}
 			s = s.DeepCopy()
-			markStatus(s, ready)
+			markStatus(s, ready(s.Name))
 			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
 				t.Errorf("update status of %s: %v", s.Name, err)
 			}
 		}
 	}()
 }
+
+func always(ready bool) func(string) bool { return func(string) bool { return ready } }
 
 // markStatus writes what Knative's controller would: Ready with URLs, or
 // Ready=False with a reason.
@@ -113,7 +115,7 @@ func testDeployOptions(ns string) DeployOptions {
 func TestDeployCreatesThenUpdates(t *testing.T) {
 	ctx := context.Background()
 	c := fakeCluster(t, "bench", true)
-	playController(t, c, "bench", true)
+	playController(t, c, "bench", always(true))
 	o := testDeployOptions("bench")
 
 	got, err := Deploy(ctx, c, testArms(), o)
@@ -204,7 +206,7 @@ func TestDeployFailuresLeaveNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fakeCluster(t, "bench", tt.knative, tt.existing...)
-			playController(t, c, tt.ns, tt.ready)
+			playController(t, c, tt.ns, always(tt.ready))
 			o := testDeployOptions(tt.ns)
 			o.Timeout = 500 * time.Millisecond
 			_, err := Deploy(context.Background(), c, tt.arms, o)

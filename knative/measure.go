@@ -132,6 +132,7 @@ func ScaleFromZero(ctx context.Context, c Clients, o MeasureOptions, record func
 	if err != nil {
 		return fmt.Errorf("probe service %s/%s: %w", o.Namespace, o.Service, err)
 	}
+	logf(o.Log, "%s: probing %s with :authority %q", o.Service, target, authority)
 	obs, err := observe(ctx, c, o.Namespace, o.Service)
 	if err != nil {
 		return err

@@ -172,7 +172,7 @@ func NewService(arm Arm, o ServiceOptions) (*servingv1.Service, error) {
 		Args:  o.Args,
 		// Knative passes the port to the server as $PORT; the name h2c
 		// makes the queue-proxy and the activator speak HTTP/2 cleartext.
-		Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: o.Port}},
+		Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: o.Port, Protocol: corev1.ProtocolTCP}},
 	}
 	if o.GRPCReadiness {
 		// The default readiness check is a TCP connect, which succeeds once
