@@ -270,9 +270,20 @@ func (b Budget) Validate() error {
 	return nil
 }
 
-// AllowedCPUs returns the CPUs this process may run on (sched_getaffinity),
-// ascending.
+// AllowedCPUs returns the CPUs this process was allowed to run on when it
+// started (sched_getaffinity, read once at package init), so a prober that
+// later pins itself away from the server's CPUs can still place servers on
+// them.
 func AllowedCPUs() ([]int, error) {
+	if startAffinityErr != nil {
+		return nil, startAffinityErr
+	}
+	return append([]int(nil), startAffinity...), nil
+}
+
+var startAffinity, startAffinityErr = readAffinity()
+
+func readAffinity() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, fmt.Errorf("read CPU affinity: %w", err)

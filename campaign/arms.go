@@ -37,6 +37,18 @@ type Built struct {
 	// Failed names each arm that did not build, with why; the others are
 	// in Arms.
 	Failed []error
+
+	closers []func() error
+}
+
+// Close releases what the arms hold between instances (the image arm's
+// unpacked root filesystem).
+func (b Built) Close() error {
+	var errs []error
+	for _, c := range b.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
 }
 
 // Err joins the failed arms' errors (nil when every arm built).
@@ -90,6 +102,7 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 			r := c.Runc
 			if r == nil {
 				r = &prober.Runc{}
+				out.closers = append(out.closers, r.Close)
 			}
 			if err := r.Check(); err != nil {
 				out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, err))

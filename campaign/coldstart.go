@@ -54,6 +54,11 @@ type Summary struct {
 	RSSBytes     int64   `json:"rss_bytes" render:"bytes"`
 	PSSBytes     int64   `json:"pss_bytes" render:"bytes"`
 	SizeBytes    int64   `json:"size_bytes" render:"bytes"`
+	// Medians of what the budget's cgroup reports (0 without one), and the
+	// GOMAXPROCS Go picks under the budget.
+	CgroupCPUMs        float64 `json:"cgroup_cpu_ms"`
+	CgroupMemPeakBytes int64   `json:"cgroup_mem_peak_bytes" render:"bytes"`
+	GOMAXPROCS         int     `json:"gomaxprocs_predicted"`
 	// Median of the prober's own CPU per probe, and where it ran.
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
 	ProberCPUs  string  `json:"prober_cpus"`
@@ -220,6 +225,10 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	if m, err := prober.HostProc.Mem(inst.PID()); err == nil {
 		s.RSSBytes, s.PSSBytes = m.RSS, m.PSS
 	}
+	if u, err := inst.Usage(); err == nil && u.Cgroup != "" {
+		s.CgroupCPUMs, s.CgroupMemPeakBytes = u.CPUSeconds*1000, u.MemPeakBytes
+	}
+	s.GOMAXPROCSPredicted = lb.GOMAXPROCS()
 	return s, nil
 }
 
@@ -237,7 +246,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // Summarize reduces counted samples to medians and a range. Samples with
 // an error are left out.
 func Summarize(ss []prober.Sample) Summary {
-	var first, cpu, rss, pss, pcpu []float64
+	var sum Summary
+	var first, cpu, rss, pss, pcpu, cgcpu, cgmem []float64
 	phases := map[string][]float64{}
 	for _, s := range ss {
 		if s.Error != "" || s.Warmup {
@@ -248,11 +258,14 @@ func Summarize(ss []prober.Sample) Summary {
 		rss = append(rss, float64(s.RSSBytes))
 		pss = append(pss, float64(s.PSSBytes))
 		pcpu = append(pcpu, s.ProberCPUMs)
+		cgcpu = append(cgcpu, s.CgroupCPUMs)
+		cgmem = append(cgmem, float64(s.CgroupMemPeakBytes))
+		sum.GOMAXPROCS = s.GOMAXPROCSPredicted
 		for _, p := range s.Phases {
 			phases[p.Name] = append(phases[p.Name], p.Ms)
 		}
 	}
-	sum := Summary{Runs: len(first), PhasesMs: map[string]float64{}}
+	sum.Runs, sum.PhasesMs = len(first), map[string]float64{}
 	if len(first) == 0 {
 		return sum
 	}
@@ -262,6 +275,8 @@ func Summarize(ss []prober.Sample) Summary {
 	sum.RSSBytes = int64(quantiles(rss, 0.5)[0])
 	sum.PSSBytes = int64(quantiles(pss, 0.5)[0])
 	sum.ProberCPUMs = quantiles(pcpu, 0.5)[0]
+	sum.CgroupCPUMs = quantiles(cgcpu, 0.5)[0]
+	sum.CgroupMemPeakBytes = int64(quantiles(cgmem, 0.5)[0])
 	for name, xs := range phases {
 		sum.PhasesMs[name] = quantiles(xs, 0.5)[0]
 	}

@@ -83,7 +83,7 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	}
 	pl, err := s.Budget.Place(s.ID)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: budget %s: %w", s.Arm, s.Budget, err)
+		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
 	}
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Dir = s.Dir
@@ -104,14 +104,17 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if p.grace == 0 {
 		p.grace = 2 * time.Second
 	}
-	p.t0 = time.Now()
 	if err := pl.Start(cmd); err != nil {
 		pl.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", s.Arm, s.Path, err)
 	}
+	// t0 is stamped by the placement right before the fork: after the
+	// forking thread joined the budget's cgroup, which is the parent's
+	// cost, not the server's.
+	p.t0 = pl.Started()
 	p.started = time.Since(p.t0)
 	go func() {
-		err := cmd.Wait()
+		err := pl.Explain(cmd.Wait()) // names the memory limit when it killed the server
 		if err != nil {
 			err = fmt.Errorf("%w: %s: %v%s", ErrExited, s.Arm, err, tail.Quote())
 		} else {

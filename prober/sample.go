@@ -30,6 +30,14 @@ type Sample struct {
 	StartupCPUMs float64 `json:"startup_cpu_ms"`
 	RSSBytes     int64   `json:"rss_bytes"`
 	PSSBytes     int64   `json:"pss_bytes"`
+	// CgroupCPUMs and CgroupMemPeakBytes are what the budget's cgroup
+	// itself reports at first RPC (0 without a cgroup: budgets max and
+	// cpus= need none).
+	CgroupCPUMs        float64 `json:"cgroup_cpu_ms,omitempty"`
+	CgroupMemPeakBytes int64   `json:"cgroup_mem_peak_bytes,omitempty"`
+	// GOMAXPROCSPredicted is what Go >= 1.25 picks under the budget:
+	// min(CPU set, max(2, ceil(quota))). steady run reads the real value.
+	GOMAXPROCSPredicted int `json:"gomaxprocs_predicted,omitempty"`
 	// ProberCPUMs is the prober's own CPU time during this probe.
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
 	Attempts    int     `json:"attempts"`

@@ -85,6 +85,7 @@ func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
 		return err
 	}
 	built, err := o.buildArms(ctx, rf, o.Transport)
+	defer built.Close()
 	if err != nil {
 		return err
 	}

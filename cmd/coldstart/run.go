@@ -124,6 +124,7 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 		return err
 	}
 	built, err := o.buildArms(ctx, rf, o.Transport)
+	defer built.Close()
 	if err != nil {
 		return err
 	}
