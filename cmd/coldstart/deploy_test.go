@@ -5,14 +5,21 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	servingclient "knative.dev/serving/pkg/client/clientset/versioned"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/kubetest"
 	"github.com/coldstart-go/coldstart/knative"
 )
 
@@ -121,9 +128,94 @@ func TestDeployNoCluster(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	cmd := newDeployCmd(runDeploy)
 	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
 	cmd.SetArgs([]string{"--image", "default=r.example/echo@" + digest})
 	err := cmd.ExecuteContext(context.Background())
 	if !errors.Is(err, knative.ErrNoKubeconfig) {
 		t.Errorf("deploy without a kubeconfig = %v, want %v", err, knative.ErrNoKubeconfig)
+	}
+}
+
+// TestDeployOnAPIServer runs the command against a real kube-apiserver with
+// Knative's Service CRD (binaries from scripts/kube-testenv.sh; skipped
+// without them). No Knative controller runs, so nothing becomes Ready.
+func TestDeployOnAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver and etcd (~7 s)")
+	}
+	if _, err := kubetest.AssetsDir(); err != nil {
+		t.Skip(err)
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "knative.dev/serving").Output()
+	if err != nil {
+		t.Fatalf("go list -m knative.dev/serving: %v", err)
+	}
+	env := kubetest.Start(t, filepath.Join(strings.TrimSpace(string(out)), "config", "core", "300-resources", "service.yaml"))
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	kc := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	img := "r.example/echo@" + digest
+	deploy := func(args ...string) (string, error) {
+		cmd := newDeployCmd(runDeploy)
+		var buf bytes.Buffer
+		cmd.SetOut(&buf)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig, "--namespace", "bench"}, args...))
+		err := cmd.ExecuteContext(ctx)
+		return buf.String(), err
+	}
+	names := func() []string {
+		l, err := servingclient.NewForConfigOrDie(env.Config).ServingV1().Services("bench").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, s := range l.Items {
+			n = append(n, s.Name+" window="+s.Spec.Template.Annotations["autoscaling.knative.dev/window"])
+		}
+		return n
+	}
+
+	got, err := deploy("--timeout", "0", "--image", "default="+img, "--image", "upx="+img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "bench/coldstart-default  true") || !strings.Contains(got, "bench/coldstart-upx      true") {
+		t.Errorf("first deploy printed:\n%s", got)
+	}
+	got, err = deploy("--timeout", "0", "--window", "30s", "--image", "default="+img, "--image", "upx="+img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "bench/coldstart-default  false") {
+		t.Errorf("second deploy printed (want updates):\n%s", got)
+	}
+	if d := cmp.Diff([]string{"coldstart-default window=30s", "coldstart-upx window=30s"}, names()); d != "" {
+		t.Errorf("services (-want +got):\n%s", d)
+	}
+
+	// Without a Knative controller nothing gets Ready: the error says so
+	// and the Service this deploy created is gone again.
+	_, err = deploy("--timeout", "1s", "--image", "pgo="+img)
+	if !errors.Is(err, knative.ErrNotReady) || !strings.Contains(err.Error(), "is the Knative controller running?") {
+		t.Errorf("deploy with no controller = %v, want %v", err, knative.ErrNotReady)
+	}
+
+	got, err = deploy("--delete")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "deleted bench/coldstart-default\ndeleted bench/coldstart-upx\n"; got != want {
+		t.Errorf("--delete printed %q, want %q", got, want)
+	}
+	if n := names(); len(n) != 0 {
+		t.Errorf("left after --delete: %v", n)
 	}
 }
