@@ -459,3 +459,33 @@ func TestParseSize(t *testing.T) {
 		t.Error("ParseCounts(\"1,0\") = nil error, want one")
 	}
 }
+
+// TestLargePayload sends 64 KiB payloads: more than one HTTP/2 flow-control
+// window for gRPC, and a chunked JSON answer over HTTP/1.1.
+func TestLargePayload(t *testing.T) {
+	var c collect
+	cfg := Config{
+		Arms:        []Arm{sampleArm(t)},
+		Protocols:   []Protocol{GRPC, HTTP1},
+		Scenarios:   []Scenario{Sequential, Throughput, Stream},
+		Payloads:    []int{64 << 10},
+		Concurrency: []int{4},
+		Pipeline:    []int{2},
+		Warmup:      20,
+		Calls:       200,
+	}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.rows) != 5 {
+		t.Fatalf("got %d rows %v, want 5", len(c.rows), shapes(c.rows))
+	}
+	for _, r := range c.rows {
+		if r.Calls != 200 || r.Errors != 0 {
+			t.Errorf("%s %s: %d calls, %d errors (%s), want 200 and none", r.Protocol, r.Scenario, r.Calls, r.Errors, r.FirstError)
+		}
+		if *r.AllocBytesPerCall < 64<<10 {
+			t.Errorf("%s %s: server allocates %.0f B per 64 KiB call, want at least the payload", r.Protocol, r.Scenario, *r.AllocBytesPerCall)
+		}
+	}
+}

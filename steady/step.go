@@ -21,13 +21,18 @@ type reading struct {
 	self   time.Duration       // this process's user+system CPU
 }
 
-func (s *server) read(ctx context.Context) (reading, error) {
+func (s *server) read(ctx context.Context, end bool) (reading, error) {
 	var r reading
-	// Runtime metrics first and CPU last at the start of a window (and the
-	// reverse at its end would be tidier still; the fetch's own cost is a
-	// few µs of server CPU against tens of thousands of calls).
-	if snap, err := rtmetrics.Fetch(ctx, s.addrs.debug.Address); err == nil {
-		r.rt = &snap
+	// The runtime metrics fetch is an HTTP request to the server: keep its
+	// CPU outside the window (fetch before the CPU reading at the start,
+	// after it at the end).
+	fetch := func() {
+		if snap, err := rtmetrics.Fetch(ctx, s.addrs.debug.Address); err == nil {
+			r.rt = &snap
+		}
+	}
+	if !end {
+		fetch()
 	}
 	cpu, err := prober.HostProc.CPU(s.inst.PID())
 	if err != nil {
@@ -36,6 +41,9 @@ func (s *server) read(ctx context.Context) (reading, error) {
 	r.server = cpu
 	r.self = selfCPU()
 	r.at = time.Now()
+	if end {
+		fetch()
+	}
 	return r, nil
 }
 
@@ -128,7 +136,7 @@ func runStep(ctx context.Context, cfg Config, s *server, st step, record func(Ro
 // measure runs one measured window and records its row.
 func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers []caller, record func(Row) error) (Row, error) {
 	fmt.Fprintf(cfg.Log, "steady: %s %s: measure\n", s.arm, st)
-	before, err := s.read(sctx)
+	before, err := s.read(sctx, false)
 	if err != nil {
 		return Row{}, s.fail(ctx, st, err)
 	}
@@ -147,7 +155,7 @@ func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers
 	var after reading
 	dead := isDone(s.inst)
 	if !dead {
-		after, err = s.read(sctx)
+		after, err = s.read(sctx, true)
 		if err != nil && !isDone(s.inst) {
 			return Row{}, s.fail(ctx, st, err)
 		}

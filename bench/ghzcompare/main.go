@@ -69,6 +69,7 @@ type options struct {
 	ghz, server, steady, proto string
 	serverCPU, genCPU          string
 	rounds, warmup, seqCalls   int
+	ghzCPUs                    int
 	parCalls, par              int
 	results                    string
 }
@@ -81,6 +82,7 @@ func main() {
 	flag.StringVar(&o.proto, "proto", "internal/echo/echopb/echo.proto", "echo.proto for ghz")
 	flag.StringVar(&o.serverCPU, "server-cpu", "0", "CPU for the server")
 	flag.StringVar(&o.genCPU, "generator-cpu", "1", "CPU for the generator")
+	flag.IntVar(&o.ghzCPUs, "ghz-cpus", 0, "ghz --cpus (its GOMAXPROCS; 0 = ghz's default, the machine's CPU count)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds, tools alternating")
 	flag.IntVar(&o.warmup, "warmup", 5000, "uncounted calls before each measurement")
 	flag.IntVar(&o.seqCalls, "seq-calls", 20000, "calls in the sequential measurement")
@@ -99,7 +101,7 @@ func run(ctx context.Context, o options) error {
 	if v, err := exec.Command("go", "version", "-m", o.ghz).Output(); err == nil {
 		for _, l := range strings.Split(string(v), "\n") {
 			if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" {
-				prov.Notes = map[string]string{"ghz": f[1] + " " + f[2]}
+				prov.Notes = map[string]string{"ghz": f[1] + " " + f[2], "ghz_cpus": strconv.Itoa(o.ghzCPUs)}
 			}
 		}
 	}
@@ -114,13 +116,21 @@ func run(ctx context.Context, o options) error {
 			r.Round, r.Tool, r.Scenario, r.Concurrency, r.CallsPerS, r.P50Us, r.ClientCPU, r.ServerCPU, r.Errors)
 		return rf.Add("row", r)
 	}
+	// steady's own results files would repeat the rows kept here.
+	scratch, err := os.MkdirTemp("", "ghzcompare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	so := o
+	so.results = scratch
 	for round := 1; round <= o.rounds; round++ {
 		tools := []func(context.Context, options, int, func(Row) error) error{runGhz, runSteady}
 		if round%2 == 0 {
 			tools[0], tools[1] = tools[1], tools[0]
 		}
 		for _, t := range tools {
-			if err := t(ctx, o, round, add); err != nil {
+			if err := t(ctx, so, round, add); err != nil {
 				return err
 			}
 		}
@@ -133,7 +143,11 @@ func run(ctx context.Context, o options) error {
 	}
 	md := strings.TrimSuffix(rf.Path(), ".jsonl") + ".md"
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# ghz %s vs steady, server on CPU %s, generator on CPU %s (%s)\n\n", prov.Notes["ghz"], o.serverCPU, o.genCPU, prov.StartedAt.Format(time.RFC3339))
+	ghzCPUs := "default"
+	if o.ghzCPUs > 0 {
+		ghzCPUs = strconv.Itoa(o.ghzCPUs)
+	}
+	fmt.Fprintf(&b, "# ghz %s (--cpus %s) vs steady, server on CPU %s, generator on CPU %s (%s)\n\n", prov.Notes["ghz"], ghzCPUs, o.serverCPU, o.genCPU, prov.StartedAt.Format(time.RFC3339))
 	fmt.Fprintf(&b, "Medians of %d rounds; every round's rows are in %s.\n\n", o.rounds, filepath.Base(rf.Path()))
 	render.Write(&b, render.Markdown, sums)
 	b.WriteString("\n")
@@ -325,7 +339,10 @@ func (r ghzReport) errors() int64 {
 func ghz(ctx context.Context, o options, t prober.Target, c, n int) (time.Duration, ghzReport, error) {
 	args := []string{"-c", o.genCPU, o.ghz, "--insecure", "--proto", o.proto, "--call", "coldstart.echo.v1.Echo/Echo",
 		"-d", `{"payload":"YWJjZGVmZ2g="}`, "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "--connections", "1",
-		"--cpus", "1", "-O", "json"}
+		"-O", "json"}
+	if o.ghzCPUs > 0 {
+		args = append(args, "--cpus", strconv.Itoa(o.ghzCPUs))
+	}
 	args = append(args, t.Address)
 	cmd := exec.CommandContext(ctx, "taskset", args...)
 	var out, errb bytes.Buffer
