@@ -114,6 +114,9 @@ func TestArmsBuildAndServe(t *testing.T) {
 		if a.GoVersion == "" || len(a.Command) == 0 || a.BuildMs <= 0 || a.Cached {
 			t.Errorf("%s arm: incomplete record %+v", arm, a)
 		}
+		if last := a.Command[len(a.Command)-1]; !strings.Contains(last, a.Path) {
+			t.Errorf("%s arm: last command %q does not name the artifact %s", arm, last, a.Path)
+		}
 		t.Logf("%s: %d bytes, %.0f ms, flags %q", arm, a.SizeBytes, a.BuildMs, a.Flags)
 	}
 

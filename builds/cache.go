@@ -85,6 +85,9 @@ func (c *cache) Build(ctx context.Context, src Source) (Artifact, error) {
 	a.Path = rebase(a.Path, tmp, final)
 	a.Profile = rebase(a.Profile, tmp, final)
 	a.ProfileNote = rebase(a.ProfileNote, tmp, final)
+	for i, c := range a.Command { // the output path as it ends up
+		a.Command[i] = strings.ReplaceAll(c, tmp+string(filepath.Separator), final+string(filepath.Separator))
+	}
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return Artifact{}, err

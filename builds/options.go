@@ -147,12 +147,12 @@ func (l UPXLevel) flags() []string {
 // the Go and upx versions, the PGO profile.
 type shared struct {
 	mu      sync.Mutex
-	pkgs    map[string]*pkgInfo
+	pkgs    map[string]listing
 	goEnv   string
 	upx     map[string]string
 	profile *profileInfo
 }
 
 func newShared() *shared {
-	return &shared{pkgs: map[string]*pkgInfo{}, upx: map[string]string{}}
+	return &shared{pkgs: map[string]listing{}, upx: map[string]string{}}
 }

@@ -71,6 +71,13 @@ type pkgInfo struct {
 	Hash string
 }
 
+// listing is a remembered go list result: the same failure is reported to
+// every arm without listing again.
+type listing struct {
+	p   *pkgInfo
+	err error
+}
+
 type listedPkg struct {
 	ImportPath     string
 	DepOnly        bool
@@ -95,19 +102,19 @@ type listedPkg struct {
 func (o Options) pkg(ctx context.Context, src Source) (*pkgInfo, error) {
 	key := src.Dir + "\x00" + src.Pkg
 	o.sh.mu.Lock()
-	p, ok := o.sh.pkgs[key]
+	l, ok := o.sh.pkgs[key]
 	o.sh.mu.Unlock()
 	if ok {
-		return p, nil
+		return l.p, l.err
 	}
 	p, err := o.listPkg(ctx, src)
-	if err != nil {
-		return nil, err
+	if err != nil && ctx.Err() != nil {
+		return nil, err // not remembered: a later call may have time
 	}
 	o.sh.mu.Lock()
-	o.sh.pkgs[key] = p
+	o.sh.pkgs[key] = listing{p, err}
 	o.sh.mu.Unlock()
-	return p, nil
+	return p, err
 }
 
 func (o Options) listPkg(ctx context.Context, src Source) (*pkgInfo, error) {

@@ -175,5 +175,20 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	} else if len(rows) > 0 {
 		err = render.Write(w, o.Output, rows)
 	}
-	return errors.Join(append([]error{err}, errs...)...)
+	return errors.Join(append([]error{err}, dedupe(errs)...)...)
+}
+
+// dedupe drops repeats of the same error (a package that does not list
+// fails every arm alike).
+func dedupe(errs []error) []error {
+	seen := map[string]bool{}
+	var out []error
+	for _, e := range errs {
+		if e == nil || seen[e.Error()] {
+			continue
+		}
+		seen[e.Error()] = true
+		out = append(out, e)
+	}
+	return out
 }
