@@ -396,6 +396,19 @@ func TestPrebuiltBinary(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "hello" {
 		t.Errorf("packed binary printed %q, %v", out, err)
 	}
+
+	// --lzma is another artifact, packed with that flag.
+	o.UPXLevel = UPXLZMA
+	lz, errs := BuildAll(context.Background(), Source{Bin: bin}, []string{"upx"}, o)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if lz[0].Cached || lz[0].SHA256 == arts[1].SHA256 || !strings.Contains(lz[0].Command[len(lz[0].Command)-1], "--lzma") {
+		t.Errorf("upx --lzma artifact = %+v, want a new artifact packed with --lzma", lz[0])
+	}
+	if out, err := exec.Command(lz[0].Path).Output(); err != nil || strings.TrimSpace(string(out)) != "hello" {
+		t.Errorf("lzma-packed binary printed %q, %v", out, err)
+	}
 }
 
 // TestInstrumentedServer builds a gRPC server without the Echo service (a

@@ -150,22 +150,7 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		bo.Progress = os.Stderr
 	}
 	arts, errs := builds.BuildAll(ctx, src, o.Arms, bo)
-	var built []builds.Artifact
-	var rows []buildRow
-	for i, a := range arts {
-		if errs[i] != nil {
-			continue
-		}
-		built = append(built, a)
-		flags := a.Flags
-		if p, ok := strings.CutPrefix(flags, "-pgo="); ok { // the full path is in -o json
-			flags = "-pgo=" + filepath.Base(p)
-			if a.ProfileNote != "" {
-				flags += " (collected)"
-			}
-		}
-		rows = append(rows, buildRow{Arm: a.Arm, SizeBytes: a.SizeBytes, BuildMs: a.BuildMs, Flags: flags, Cached: a.Cached, Instrumented: a.Instrumented})
-	}
+	built, rows := buildRows(arts, errs)
 	var err error
 	if o.Output == render.JSON {
 		if built == nil {
@@ -176,6 +161,29 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		err = render.Write(w, o.Output, rows)
 	}
 	return errors.Join(append([]error{err}, dedupe(errs)...)...)
+}
+
+// buildRows keeps the artifacts that built and makes their table rows: a
+// PGO profile is shown by its file name (the path is in -o json), marked
+// when coldstart collected it.
+func buildRows(arts []builds.Artifact, errs []error) ([]builds.Artifact, []buildRow) {
+	var built []builds.Artifact
+	var rows []buildRow
+	for i, a := range arts {
+		if errs[i] != nil {
+			continue
+		}
+		built = append(built, a)
+		flags := a.Flags
+		if p, ok := strings.CutPrefix(flags, "-pgo="); ok {
+			flags = "-pgo=" + filepath.Base(p)
+			if a.ProfileNote != "" {
+				flags += " (collected)"
+			}
+		}
+		rows = append(rows, buildRow{Arm: a.Arm, SizeBytes: a.SizeBytes, BuildMs: a.BuildMs, Flags: flags, Cached: a.Cached, Instrumented: a.Instrumented})
+	}
+	return built, rows
 }
 
 // dedupe drops repeats of the same error (a package that does not list

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -111,5 +112,30 @@ func TestRunBuild(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "arm ") || !strings.Contains(out.String(), "as-is") {
 		t.Errorf("table output:\n%s\nwant a header and the default row", out.String())
+	}
+}
+
+func TestBuildRows(t *testing.T) {
+	arts := []builds.Artifact{
+		{Arm: "default", SizeBytes: 19051830, BuildMs: 1191.4, Path: "/c/1/echo"},
+		{},
+		{Arm: "pgo", SizeBytes: 19158996, BuildMs: 225106, Flags: "-pgo=/c/profiles/9/default.pgo", Profile: "/c/2/default.pgo", ProfileNote: "/c/2/profile.json", Cached: true},
+		{Arm: "static", SizeBytes: 12996770, Flags: "CGO_ENABLED=0 -trimpath '-ldflags=-s -w'", Instrumented: true},
+	}
+	errs := []error{nil, errors.New("upx not found"), nil, nil}
+	built, rows := buildRows(arts, errs)
+	want := []buildRow{
+		{Arm: "default", SizeBytes: 19051830, BuildMs: 1191.4},
+		{Arm: "pgo", SizeBytes: 19158996, BuildMs: 225106, Flags: "-pgo=default.pgo (collected)", Cached: true},
+		{Arm: "static", SizeBytes: 12996770, Flags: "CGO_ENABLED=0 -trimpath '-ldflags=-s -w'", Instrumented: true},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("buildRows rows (-want +got):\n%s", diff)
+	}
+	if len(built) != 3 || built[1].Profile != "/c/2/default.pgo" {
+		t.Errorf("buildRows kept %+v, want the three built artifacts whole", built)
+	}
+	if got := dedupe([]error{errs[1], nil, errors.New("upx not found")}); len(got) != 1 {
+		t.Errorf("dedupe kept %v, want one error", got)
 	}
 }
