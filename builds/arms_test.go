@@ -425,12 +425,12 @@ func TestInstrumentedServer(t *testing.T) {
 	if !a.Instrumented {
 		t.Errorf("artifact Instrumented false")
 	}
-	debug, err := prober.FreeTCP()
+	ctx := context.Background()
+	target, err := prober.FreeTCP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	target, err := prober.FreeTCP()
+	debug, err := otherFreeTCP(target)
 	if err != nil {
 		t.Fatal(err)
 	}

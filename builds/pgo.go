@@ -219,7 +219,7 @@ func (o Options) collect(ctx context.Context, bin Artifact, secs int) ([]byte, P
 	if err != nil {
 		return nil, note, err
 	}
-	debug, err := prober.FreeTCP()
+	debug, err := otherFreeTCP(target)
 	if err != nil {
 		return nil, note, err
 	}
@@ -284,6 +284,17 @@ func (o Options) collect(ctx context.Context, bin Artifact, secs int) ([]byte, P
 	note.Calls, note.Errors = calls.Load(), errs.Load()
 	note.CallsPerS = float64(note.Calls) / elapsed.Seconds()
 	return prof, note, nil
+}
+
+// otherFreeTCP picks a free port other than t's: FreeTCP closes the port
+// it found, so two calls may return the same one.
+func otherFreeTCP(t prober.Target) (prober.Target, error) {
+	for i := 0; ; i++ {
+		d, err := prober.FreeTCP()
+		if err != nil || d.Address != t.Address || i == 10 {
+			return d, err
+		}
+	}
 }
 
 // loadWorkers is how many goroutines share the one load connection.
