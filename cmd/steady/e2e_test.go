@@ -5,15 +5,52 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
-func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
+// TestMain removes the servers tests built, and lets testscript run this
+// binary as the steady command.
+func TestMain(m *testing.M) {
+	os.Exit(testscript.RunMain(buildsRemoved{m}, map[string]func() int{"steady": steadyMain}))
+}
+
+type buildsRemoved struct{ m *testing.M }
+
+func (b buildsRemoved) Run() int { return testservers.Run(b.m) }
+
+// steadyMain is main with its exit code returned.
+func steadyMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "steady:", err)
+		return 1
+	}
+	return 0
+}
+
+// TestScripts runs testdata/script/*.txtar with $ECHO set to the sample
+// server.
+func TestScripts(t *testing.T) {
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("ECHO", bin)
+			return nil
+		},
+	})
+}
 
 // TestRunEndToEnd runs the command on the sample server and checks stdout
 // (JSON rows) and the results file (provenance, then one step per row).
