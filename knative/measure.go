@@ -10,9 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
@@ -25,29 +22,30 @@ import (
 // reply. ctx carries the attempt's deadline.
 type ProbeFunc func(ctx context.Context, target, authority string) error
 
-// HealthCheck is the default ProbeFunc: a fresh gRPC channel (passthrough
-// target, no DNS resolver, plaintext h2c), one fail-fast grpc.health.v1
-// Check for the server as a whole, then Close. A fresh channel per attempt
-// avoids grpc-go's reconnect backoff (1 s after the first failure), which
-// would quantise the measurement.
+// HealthCheck is the default ProbeFunc: prober.Health, i.e. a fresh gRPC
+// channel (passthrough target, no DNS resolver, plaintext h2c), one
+// fail-fast grpc.health.v1 Check for the whole server, then Close. A fresh
+// channel per attempt avoids grpc-go's reconnect backoff (1 s after the
+// first failure), which would quantise the measurement.
 func HealthCheck(ctx context.Context, target, authority string) error {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if authority != "" {
-		opts = append(opts, grpc.WithAuthority(authority))
+	return CheckerProbe(prober.Health{Authority: authority})(ctx, target, authority)
+}
+
+// CheckerProbe makes a ProbeFunc of any prober.Checker: ready answers are
+// success, everything else an error. The Checker sets its own :authority
+// (prober.Health.Authority, prober.GRPCMethod.Authority); the authority
+// argument is ignored.
+func CheckerProbe(c prober.Checker) ProbeFunc {
+	return func(ctx context.Context, target, _ string) error {
+		a, err := c.Check(ctx, prober.Target{Network: "tcp", Address: target})
+		if err != nil {
+			return err
+		}
+		if !a.Ready {
+			return fmt.Errorf("%s %s: answered, not ready: %s", c.Name(), target, a.Detail)
+		}
+		return nil
 	}
-	conn, err := grpc.NewClient("passthrough:///"+target, opts...)
-	if err != nil {
-		return fmt.Errorf("new client for %s: %w", target, err)
-	}
-	defer conn.Close()
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		return err
-	}
-	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("health check %s: %s", target, resp.GetStatus())
-	}
-	return nil
 }
 
 // MeasureOptions configure ScaleFromZero. Zero durations take the defaults

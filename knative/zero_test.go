@@ -3,6 +3,7 @@ package knative
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -367,4 +368,38 @@ func playScaleUp(t *testing.T, kc *kubefake.Clientset, d *appsv1.Deployment, rea
 
 func schemaGVR(group, version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
+}
+
+func TestScaleFromZeroFailures(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	svc, _ := NewService(testArms()[1], testDeployOptions("bench").Service)
+	markStatus(svc, true)
+	never := func(context.Context, string, string) error { return errors.New("unavailable") }
+	o := MeasureOptions{Namespace: "bench", Service: "coldstart-default", Arm: "default", Runs: 1,
+		Probe: never, ProbeTimeout: 50 * time.Millisecond, ZeroTimeout: 200 * time.Millisecond, PhaseGrace: time.Millisecond}
+
+	// At zero, but nothing ever answers: one sample with the error, no phases.
+	c := fakeCluster(t, "bench", true, svc)
+	c.Kube = kubefake.NewSimpleClientset(deployment("coldstart-default-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{}))
+	var samples []prober.Sample
+	if err := ScaleFromZero(ctx, c, o, func(s prober.Sample) error { samples = append(samples, s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != 1 || !strings.Contains(samples[0].Error, "no healthy reply") || len(samples[0].Phases) != 0 || samples[0].Attempts < 1 {
+		t.Errorf("samples = %+v, want one with the error and no phases", samples)
+	}
+
+	// Never at zero: the wait gives up and says what it waited for.
+	c.Kube = kubefake.NewSimpleClientset(deployment("coldstart-default-00001-deployment", ptr(int32(1)), 1, 1, appsv1.DeploymentStatus{Replicas: 1}))
+	err := ScaleFromZero(ctx, c, o, func(prober.Sample) error { t.Error("recorded a sample without reaching zero"); return nil })
+	if err == nil || !strings.Contains(err.Error(), "wait for zero") || !strings.Contains(err.Error(), "spec.replicas 1") {
+		t.Errorf("ScaleFromZero never at zero = %v", err)
+	}
+
+	// A Service that does not exist.
+	o.Service = "nope"
+	if err := ScaleFromZero(ctx, c, o, nil); err == nil || !strings.Contains(err.Error(), "bench/nope") {
+		t.Errorf("ScaleFromZero(missing service) = %v", err)
+	}
 }
