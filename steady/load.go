@@ -2,13 +2,11 @@ package steady
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"golang.org/x/sys/unix"
 )
 
 // caller makes one request and waits for its answer. A caller belongs to
@@ -161,23 +159,33 @@ func openLoop(ctx context.Context, callers []caller, rate float64, d time.Durati
 	start := time.Now()
 	go func() {
 		defer close(due)
-		// The schedule runs on its own thread and sleeps with nanosleep:
-		// Go's timers round sub-millisecond sleeps up to about 1 ms here,
-		// which would add their error to every latency. Timer slack is cut
-		// to 1 µs for this thread only.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
-		for i := int64(0); i < n; i++ {
-			at := time.Duration(float64(i) * interval)
-			if wait := at - time.Since(start); wait > 0 {
-				ts := unix.NsecToTimespec(int64(wait))
-				_ = unix.Nanosleep(&ts, nil)
+		// The schedule wakes on a periodic timerfd read through the
+		// netpoller: Go's own timers round sub-millisecond sleeps up to about
+		// 1 ms (epoll's timeout is in ms), which would add their error to
+		// every latency, and a blocking nanosleep would cost a thread
+		// hand-off per call. A wake-up sends every call due by then.
+		tick, err := newTicker(time.Duration(interval))
+		if err != nil {
+			tick = nil // fall back to Go's timers
+		} else {
+			defer tick.Close()
+		}
+		for i := int64(0); i < n; {
+			now := time.Since(start)
+			for ; i < n; i++ {
+				at := time.Duration(float64(i) * interval)
+				if at > now {
+					break
+				}
+				due <- at
 			}
-			if stop.Load() {
+			if i >= n || stop.Load() {
 				return
 			}
-			due <- at
+			if tick == nil || tick.wait() != nil {
+				tick = nil
+				time.Sleep(time.Duration(float64(i)*interval) - time.Since(start))
+			}
 		}
 	}()
 	var e errs
