@@ -83,8 +83,8 @@ type MeasureOptions struct {
 	// PhaseGrace is how long, after the first RPC, to wait for the watch
 	// events of phases not yet seen (0 = 2s).
 	PhaseGrace time.Duration
-	// Container is the server container's name in the pods ("" = any
-	// container but queue-proxy).
+	// Container is the server container's name in the pods ("" = the
+	// Service's first container's, else any container but queue-proxy).
 	Container string
 	// Probe makes one attempt (nil = HealthCheck).
 	Probe ProbeFunc
@@ -129,6 +129,10 @@ func ScaleFromZero(ctx context.Context, c Clients, o MeasureOptions, record func
 	target, authority, err := probeAddress(o, urlString(svc.Status.URL), addressURL(svc.Status.Address))
 	if err != nil {
 		return fmt.Errorf("probe service %s/%s: %w", o.Namespace, o.Service, err)
+	}
+	if o.Container == "" && len(svc.Spec.Template.Spec.Containers) > 0 {
+		// Not "any but queue-proxy": a mesh may add its own sidecar.
+		o.Container = svc.Spec.Template.Spec.Containers[0].Name
 	}
 	logf(o.Log, "%s: probing %s with :authority %q", o.Service, target, authority)
 	obs, err := observe(ctx, c, o.Namespace, o.Service)

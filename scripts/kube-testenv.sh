@@ -34,7 +34,7 @@ mkdir -p "$out"
 
 log() { echo "kube-testenv: $*" >&2; }
 
-# build_mod DIR: an empty main module in DIR (go directive only).
+# init_mod DIR: a fresh, empty main module in DIR (go directive only).
 init_mod() {
 	rm -rf "$1"
 	mkdir -p "$1"
