@@ -356,7 +356,9 @@ func (k *h2cCaller) call(context.Context) error {
 	k.req.Body = k.r
 	resp, err := k.cc.RoundTrip(k.req)
 	if err != nil {
-		return err
+		// "client conn not usable" here most often means the server does
+		// not speak HTTP/2 without TLS (prior knowledge) on this address.
+		return fmt.Errorf("h2c POST %s: %w", k.req.URL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
