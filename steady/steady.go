@@ -63,6 +63,9 @@ type Arm struct {
 	Args []string
 	// Env is added to the server's environment.
 	Env []string
+	// Launcher starts this arm (nil = Config.Launcher): the image arm's
+	// runc launcher, say.
+	Launcher prober.Launcher
 }
 
 // SampleArgs are the bundled sample server's arguments: gRPC on {addr},
@@ -386,7 +389,11 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 	if err := p.release(); err != nil {
 		return err
 	}
-	inst, err := cfg.Launcher.Launch(ctx, spec)
+	launcher := cfg.Launcher
+	if a.Launcher != nil {
+		launcher = a.Launcher
+	}
+	inst, err := launcher.Launch(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("arm %s: %w", a.Name, err)
 	}

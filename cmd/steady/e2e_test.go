@@ -47,6 +47,16 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("ECHO", bin)
+			root, err := filepath.Abs("../..")
+			if err != nil {
+				return err
+			}
+			e.Setenv("MODROOT", root)
+			for _, k := range []string{"HOME", "XDG_CACHE_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "GOFLAGS", "GOPROXY", "PATH"} {
+				if v, ok := os.LookupEnv(k); ok {
+					e.Setenv(k, v)
+				}
+			}
 			return nil
 		},
 	})

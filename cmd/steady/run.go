@@ -6,29 +6,29 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
-
-// samplePkg is the bundled sample server, built when no PKG or --bin is
-// given.
-const samplePkg = "github.com/coldstart-go/coldstart/examples/echo"
 
 // runOptions are steady run's flags, as typed; validate parses them into
 // cfg.
 type runOptions struct {
 	Pkg          string
 	Bins         []string
+	Arms         string
+	UPXLevel     builds.UPXLevel
+	PGOProfile   string
+	PGODuration  time.Duration
 	ServerArgs   []string
 	Env          []string
 	Protocols    string
@@ -66,6 +66,7 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 		Warmup: 20000, Calls: 50000, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
 		MaxInFlight: 128, HTTPPath: "/echo", Output: render.Table, ResultsDir: "results",
 		Budgets: budget.List{Budgets: []budget.Budget{{}}},
+		Arms:    "default,static,upx,pgo,image", UPXLevel: builds.UPXDefault, PGODuration: 10 * time.Second,
 	}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
@@ -104,7 +105,11 @@ load goes to {http_addr} when they name it, else to {addr} ($PORT).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.Bins, "bin", nil, "a prebuilt server binary, ARM=PATH or PATH (repeatable; replaces PKG)")
+	f.StringVar(&o.Arms, "arms", o.Arms, "arms to build from PKG and measure, comma-separated (known: default, pgo, static, upx, image)")
+	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default, best or lzma")
+	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
+	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to load the default arm while collecting the pgo profile")
+	f.StringArrayVar(&o.Bins, "bin", nil, "a prebuilt server binary, ARM=PATH or PATH (repeatable; replaces PKG and --arms)")
 	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server, K=V (repeatable)")
 	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c")
 	f.StringVar(&o.Scenarios, "scenario", "", "scenarios, comma-separated: sequential, throughput, stream, open, ramp (\"\" = sequential,throughput; open with --rate; ramp with --ramp)")
@@ -141,6 +146,12 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	}
 	if len(o.Bins) > 0 && o.Pkg != "" {
 		return fmt.Errorf("--bin and PKG %s: give one or the other", o.Pkg)
+	}
+	if len(o.Bins) > 0 && cmd.Flags().Changed("arms") {
+		return fmt.Errorf("--arms and --bin: --bin names its own arms (ARM=PATH)")
+	}
+	if _, err := builds.ParseArms(o.Arms); err != nil {
+		return fmt.Errorf("--arms: %w", err)
 	}
 	seen := map[string]bool{}
 	for _, b := range o.Bins {
@@ -242,25 +253,19 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	if o.Verbose {
 		cfg.Log, cfg.Verbose = os.Stderr, true
 	}
+	prov := provenance.Collect("steady", os.Args)
+	rf, err := resultfile.Create(o.ResultsDir, "steady", prov)
+	if err != nil {
+		return err
+	}
+	var failed error
 	if len(cfg.Arms) == 0 {
-		dir, err := os.MkdirTemp("", "steady-build-")
+		arms, ferr, closeArms, err := o.buildArms(ctx, rf)
+		defer closeArms()
 		if err != nil {
-			return fmt.Errorf("create build dir: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		pkg := o.Pkg
-		if pkg == "" {
-			pkg = samplePkg
-		}
-		bin := filepath.Join(dir, "server")
-		if err := goBuild(ctx, cfg.Log, pkg, bin); err != nil {
 			return err
 		}
-		arm := steady.Arm{Name: "default", Path: bin}
-		if o.Pkg == "" && len(o.ServerArgs) == 0 {
-			arm.Args = steady.SampleArgs
-		}
-		cfg.Arms = []steady.Arm{arm}
+		cfg.Arms, failed = arms, ferr
 	}
 	for i := range cfg.Arms {
 		if len(o.ServerArgs) > 0 {
@@ -273,11 +278,6 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 			return err
 		}
 	}
-	prov := provenance.Collect("steady", os.Args)
-	rf, err := resultfile.Create(o.ResultsDir, "steady", prov)
-	if err != nil {
-		return err
-	}
 	var rows []steady.Row
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
 		rows = append(rows, r)
@@ -289,7 +289,75 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 			err = rerr
 		}
 	}
+	if err == nil && failed != nil {
+		err = fmt.Errorf("not every arm was measured: %w", failed)
+	}
 	return err
+}
+
+// buildArms builds the arms --arms names from PKG (default: the sample
+// server) through builds/, like coldstart run, and records each artifact.
+// Arms that fail to build are named on stderr and in the results file, and
+// returned as failed; the rest are measured.
+func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms []steady.Arm, failed error, closeArms func(), err error) {
+	closeArms = func() {}
+	names, err := builds.ParseArms(o.Arms)
+	if err != nil {
+		return nil, nil, closeArms, fmt.Errorf("--arms: %w", err)
+	}
+	src := builds.Source{Pkg: o.Pkg}
+	sample := o.Pkg == ""
+	if sample {
+		if src, err = builds.SampleSource(); err != nil {
+			return nil, nil, closeArms, err
+		}
+	}
+	var progress io.Writer
+	if o.Verbose {
+		progress = os.Stderr
+	}
+	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, Progress: progress, Verbose: o.Verbose}
+	arts, errs := builds.BuildAll(ctx, src, names, bo)
+	var runc *prober.Runc
+	var fails []error
+	for i, name := range names {
+		if errs[i] != nil {
+			fails = append(fails, fmt.Errorf("%s arm: %w", name, errs[i]))
+			continue
+		}
+		a := arts[i]
+		if err := rf.Add("artifact", a); err != nil {
+			return nil, nil, closeArms, err
+		}
+		arm := steady.Arm{Name: name, Path: a.Path}
+		if sample {
+			arm.Args = steady.SampleArgs
+		}
+		if name == builds.ImageArm {
+			if runc == nil {
+				runc = &prober.Runc{}
+				closeArms = func() { runc.Close() }
+			}
+			if err := runc.Check(); err != nil {
+				fails = append(fails, fmt.Errorf("%s arm: %w", name, err))
+				continue
+			}
+			arm.Path, arm.Launcher = a.Image, runc
+		}
+		arms = append(arms, arm)
+	}
+	for _, f := range fails {
+		fmt.Fprintf(os.Stderr, "steady: not measured: %v\n", f)
+		if err := rf.Add("build_error", struct {
+			Error string `json:"error"`
+		}{f.Error()}); err != nil {
+			return nil, nil, closeArms, err
+		}
+	}
+	if len(arms) == 0 {
+		return nil, nil, closeArms, fmt.Errorf("no arm built: %w", errors.Join(fails...))
+	}
+	return arms, errors.Join(fails...), closeArms, nil
 }
 
 // pinGenerator pins steady to cpus and gives budgets without a CPU set the
@@ -324,16 +392,4 @@ func contains(s []int, v int) bool {
 		}
 	}
 	return false
-}
-
-func goBuild(ctx context.Context, log io.Writer, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	if log != nil {
-		fmt.Fprintf(log, "+ go build -o %s %s\n", out, pkg)
-	}
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(b)))
-	}
-	return nil
 }
