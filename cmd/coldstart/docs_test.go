@@ -25,7 +25,10 @@ func TestCLIReference(t *testing.T) {
 	}
 	got, _ := filepath.Glob(filepath.Join(tmp, "coldstart*.md"))
 	if *updateDocs {
-		os.RemoveAll(dir)
+		old, _ := filepath.Glob(filepath.Join(dir, "coldstart*.md"))
+		for _, o := range old {
+			os.Remove(o)
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
