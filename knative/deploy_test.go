@@ -14,11 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -45,31 +45,23 @@ func fakeCluster(t *testing.T, ns string, knative bool, objs ...*servingv1.Servi
 	return Clients{Kube: kc, Serving: sc}
 }
 
-// playController stands in for Knative's controller: it watches Services
-// in ns and writes the status ready or failing, until the test ends.
-func playController(t *testing.T, c Clients, ns string, ready func(name string) bool) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Serving.ServingV1().Services(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); w.Stop(); <-done })
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			s, ok := ev.Object.(*servingv1.Service)
-			if !ok || ev.Type == watch.Deleted || s.Status.ObservedGeneration == s.Generation && len(s.Status.Conditions) > 0 {
-				continue
-			}
-			s = s.DeepCopy()
-			markStatus(s, ready(s.Name))
-			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-				t.Errorf("update status of %s: %v", s.Name, err)
-			}
-		}
-	}()
+// fakeController stands in for Knative's controller on the fake clientset:
+// every Service is stored with the status the controller would write,
+// ready or failing. (A watching controller would race the fake's watches,
+// which have no resource versions to resume from.)
+func fakeController(c Clients, ready func(name string) bool) {
+	sc := c.Serving.(*servingfake.Clientset)
+	gvr := servingv1.SchemeGroupVersion.WithResource("services")
+	sc.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*servingv1.Service).DeepCopy()
+		markStatus(s, ready(s.Name))
+		return true, s, sc.Tracker().Create(gvr, s, a.GetNamespace())
+	})
+	sc.PrependReactor("update", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.UpdateAction).GetObject().(*servingv1.Service).DeepCopy()
+		markStatus(s, ready(s.Name))
+		return true, s, sc.Tracker().Update(gvr, s, a.GetNamespace())
+	})
 }
 
 func always(ready bool) func(string) bool { return func(string) bool { return ready } }
@@ -115,7 +107,7 @@ func testDeployOptions(ns string) DeployOptions {
 func TestDeployCreatesThenUpdates(t *testing.T) {
 	ctx := context.Background()
 	c := fakeCluster(t, "bench", true)
-	playController(t, c, "bench", always(true))
+	fakeController(c, always(true))
 	o := testDeployOptions("bench")
 
 	got, err := Deploy(ctx, c, testArms(), o)
@@ -206,7 +198,7 @@ func TestDeployFailuresLeaveNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fakeCluster(t, "bench", tt.knative, tt.existing...)
-			playController(t, c, tt.ns, always(tt.ready))
+			fakeController(c, always(tt.ready))
 			o := testDeployOptions(tt.ns)
 			o.Timeout = 500 * time.Millisecond
 			_, err := Deploy(context.Background(), c, tt.arms, o)

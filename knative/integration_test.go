@@ -31,8 +31,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"knative.dev/serving/pkg/apis/serving"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/internal/kubetest"
 	"github.com/coldstart-go/coldstart/prober"
@@ -186,6 +189,33 @@ func TestCluster(t *testing.T) {
 			t.Errorf("left (-want +got):\n%s", d)
 		}
 	})
+}
+
+// playController stands in for Knative's controller on a real API server:
+// it watches Services in ns and writes the status ready or failing, until the test ends.
+func playController(t *testing.T, c Clients, ns string, ready func(name string) bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.Serving.ServingV1().Services(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*servingv1.Service)
+			if !ok || ev.Type == watch.Deleted || s.Status.ObservedGeneration == s.Generation && len(s.Status.Conditions) > 0 {
+				continue
+			}
+			s = s.DeepCopy()
+			markStatus(s, ready(s.Name))
+			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+				t.Errorf("update status of %s: %v", s.Name, err)
+			}
+		}
+	}()
 }
 
 // fakeKnative plays Knative's data and control plane for one revision: an
