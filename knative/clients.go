@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +93,7 @@ func Preflight(ctx context.Context, c Clients, namespace string) error {
 	if host == "" {
 		host = "the cluster"
 	}
-	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+	if err := ping(ctx, c); err != nil {
 		return fmt.Errorf("reach %s: %w: %v", host, ErrUnreachable, err)
 	}
 	gv := servingv1.SchemeGroupVersion.String()
@@ -121,6 +122,23 @@ func Preflight(ctx context.Context, c Clients, namespace string) error {
 		}
 	}
 	return nil
+}
+
+// pingTimeout bounds the first request to the API server, so an address
+// that drops packets fails in seconds rather than at the TCP timeout.
+const pingTimeout = 15 * time.Second
+
+// ping asks the API server for its version, within pingTimeout.
+func ping(ctx context.Context, c Clients) error {
+	rc := c.Kube.Discovery().RESTClient()
+	if rc == nil { // fakes
+		_, err := c.Kube.Discovery().ServerVersion()
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	_, err := rc.Get().AbsPath("/version").DoRaw(ctx)
+	return err
 }
 
 // allowsZeroInitialScale reads allow-zero-initial-scale from Knative's
