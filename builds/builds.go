@@ -30,6 +30,7 @@ type Artifact struct {
 	Profile   string   `json:"profile,omitempty"` // pgo: the profile used
 	Image     string   `json:"image,omitempty"`   // image: OCI layout directory
 	Digest    string   `json:"digest,omitempty"`  // image: manifest digest (sha256:...)
+	Ref       string   `json:"ref,omitempty"`     // image: REPO@sha256:... where --push put it
 
 	// Package is the main package's import path ("" for a prebuilt binary).
 	Package string `json:"package,omitempty"`

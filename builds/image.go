@@ -182,7 +182,9 @@ func (b *imageBuilder) Build(ctx context.Context, src Source) (Artifact, error) 
 			b.progress("%s: pushed %s", ImageArm, r.Ref)
 		}
 	}
-	return r.Artifact, nil
+	a := r.Artifact
+	a.Ref = r.Ref
+	return a, nil
 }
 
 // BinaryArtifact describes a prebuilt binary at path (its size, SHA-256 and

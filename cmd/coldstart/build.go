@@ -26,6 +26,8 @@ type buildOptions struct {
 	PGOProfile  string
 	PGODuration time.Duration
 	Instrument  bool
+	Push        string
+	ImageBase   string
 	CacheDir    string
 	OutDir      string
 	NoCache     bool
@@ -76,6 +78,8 @@ the artifact.`,
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", `CPU profile (pprof) for the pgo arm ("" = collect one under load)`)
 	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to profile the loaded default arm when collecting, whole seconds")
 	f.BoolVar(&o.Instrument, "instrument", false, "compile in the debug hook: with $COLDSTART_DEBUG_ADDR set the server serves /debug/pprof/profile and /debug/runtime there")
+	f.StringVar(&o.Push, "push", "", "image arm: push to this REGISTRY/REPO and print the REPO@sha256:... reference coldstart deploy takes (\"\" = no push)")
+	f.StringVar(&o.ImageBase, "image-base", "", "image arm: base image, an OCI layout directory or an image tarball (\"\" = empty base)")
 	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default, as-is, and upx only)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `build cache directory ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
 	f.StringVar(&o.OutDir, "out-dir", "", `copy each artifact here as <name>-<arm> ("" = leave them in the cache)`)
@@ -149,6 +153,14 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	if !o.Quiet {
 		bo.Progress = os.Stderr
 	}
+	var iopts []builds.ImageOption
+	if o.Push != "" {
+		iopts = append(iopts, builds.WithPush(o.Push))
+	}
+	if o.ImageBase != "" {
+		iopts = append(iopts, builds.WithBase(o.ImageBase))
+	}
+	builds.SetImageOptions(iopts...)
 	arts, errs := builds.BuildAll(ctx, src, o.Arms, bo)
 	built, rows := buildRows(arts, errs)
 	var err error

@@ -27,6 +27,11 @@ type runOptions struct {
 	PinProber string
 	PinServer string
 	Budgets   string
+	// --on knative
+	On         string
+	Namespace  string
+	Kubeconfig string
+	Target     string
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
@@ -42,7 +47,8 @@ arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jso
 		Example: `  coldstart run
   coldstart run -n 50 --arms default,static,upx
   coldstart run --budget 'cpus=0;cores=0.5' --arms default,upx
-  coldstart run --bin ./myserver --arms default,upx -- --listen={addr}`,
+  coldstart run --bin ./myserver --arms default,upx -- --listen={addr}
+  coldstart run --on knative --namespace coldstart --arms image --target 203.0.113.7:80`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.setArgs(cmd, args)
 			if err := o.validate(); err != nil {
@@ -59,6 +65,10 @@ arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jso
 	f.StringVar(&o.PinProber, "pin-prober", "", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
 	f.StringVar(&o.PinServer, "pin-server", "", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
 	f.StringVar(&o.Budgets, "budget", "max", "CPU and memory budgets, ';'-separated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max")
+	f.StringVar(&o.On, "on", "local", "where to start servers: local (processes and containers here) or knative (the Services coldstart deploy made)")
+	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
@@ -72,6 +82,18 @@ func (o *runOptions) validate() error {
 	}
 	if o.Transport != "tcp" && o.Transport != "unix" {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
+	}
+	switch o.On {
+	case "local":
+		if o.Namespace != "" || o.Kubeconfig != "" || o.Target != "" {
+			return fmt.Errorf("--namespace, --kubeconfig and --target go with --on knative")
+		}
+	case "knative":
+		if o.Bin != "" || o.Pkg != "" || len(o.ServerArgs) > 0 {
+			return fmt.Errorf("--on knative measures deployed Services: build and push with coldstart build --arms image --push, deploy with coldstart deploy; no PKG, --bin or server arguments here")
+		}
+	default:
+		return fmt.Errorf("--on: %q, want local or knative", o.On)
 	}
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
@@ -112,6 +134,9 @@ func (o *runOptions) proberCPUs() ([]int, error) {
 
 // runColdstart builds the arms and runs the cold-start campaign.
 func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
+	if o.On == "knative" {
+		return runOnKnative(ctx, o, w)
+	}
 	budgets, _ := o.budgets()
 	pcpus, _ := o.proberCPUs()
 	checker, err := o.checker()
