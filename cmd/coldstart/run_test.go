@@ -21,7 +21,7 @@ func defaultServerOptions() serverOptions {
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max"}
+		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max", On: "local"}
 		if mod != nil {
 			mod(&o)
 		}
@@ -43,6 +43,9 @@ func TestRunFlags(t *testing.T) {
 			want: base(func(o *runOptions) { o.Budgets, o.PinProber, o.Transport = "cpus=0;max", "1", "unix" })},
 		{name: "env and probe", args: []string{"--env", "A=1", "--env", "B=x=y", "--probe", "tcp", "--bin", "/bin/true"},
 			want: base(func(o *runOptions) { o.Env, o.Probe, o.Bin = []string{"A=1", "B=x=y"}, "tcp", "/bin/true" })},
+		{name: "on knative", args: []string{"--on", "knative", "--namespace", "cs", "--target", "127.0.0.1:80", "--arms", "image"},
+			want: base(func(o *runOptions) { o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", "image" })},
+		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
 		{name: "bad transport", args: []string{"--transport", "udp"}, wantErr: `--transport: "udp", want tcp or unix`},
 		{name: "cpu that does not exist", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
