@@ -271,6 +271,24 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	if phases {
 		phaseTable(m, c)
 	}
+	budgetTable(m, c)
+}
+
+// budgetTable shows, where a budget had a cgroup, what the cgroup itself
+// reported at first RPC beside the GOMAXPROCS Go picks under it.
+func budgetTable(m *mdw, c *Campaign) {
+	var rows [][]string
+	for _, s := range sortedSummaries(c.Summaries) {
+		if s.CgroupCPUMs == 0 && s.CgroupMemPeakBytes == 0 {
+			continue
+		}
+		rows = append(rows, []string{s.Arm, s.Budget, fmt.Sprint(s.GOMAXPROCS), ms(s.CgroupCPUMs), mibOrEmpty(s.CgroupMemPeakBytes), msOrEmpty(s.StartupCPUMs)})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	m.table([]string{"arm", "budget", "GOMAXPROCS (predicted)", "cgroup CPU ms", "cgroup memory peak", "/proc CPU ms"}, rows)
+	m.p("Medians at first RPC, as the budget's own cgroup accounts them, beside the server's /proc CPU.\n\n")
 }
 
 // phaseTable shows where each cold start's time went: the median time

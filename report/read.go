@@ -53,6 +53,7 @@ type Artifact struct {
 	SHA256     string   `json:"sha256"`
 	Cached     bool     `json:"cached"`
 	Digest     string   `json:"digest"`
+	Ref        string   `json:"ref"`
 	UPXVersion string   `json:"upx_version"`
 }
 
@@ -73,31 +74,40 @@ type Sample struct {
 	StartupCPUMs float64 `json:"startup_cpu_ms"`
 	RSSBytes     int64   `json:"rss_bytes"`
 	PSSBytes     int64   `json:"pss_bytes"`
-	ProberCPUMs  float64 `json:"prober_cpu_ms"`
-	Attempts     int     `json:"attempts"`
-	Error        string  `json:"error"`
+	// What the budget's cgroup reports (0 without one), and the GOMAXPROCS
+	// Go picks under the budget.
+	CgroupCPUMs         float64 `json:"cgroup_cpu_ms"`
+	CgroupMemPeakBytes  int64   `json:"cgroup_mem_peak_bytes"`
+	GOMAXPROCSPredicted int     `json:"gomaxprocs_predicted"`
+	ProberCPUMs         float64 `json:"prober_cpu_ms"`
+	Attempts            int     `json:"attempts"`
+	Error               string  `json:"error"`
 }
 
 // Summary is one arm under one budget in a cold-start campaign
 // (campaign.Summary). Times are milliseconds from spawn.
 type Summary struct {
-	Arm          string             `json:"arm"`
-	Budget       string             `json:"budget"`
-	Runs         int                `json:"runs"`
-	MedianMs     float64            `json:"median_ms"`
-	P90Ms        float64            `json:"p90_ms"`
-	MinMs        float64            `json:"min_ms"`
-	MaxMs        float64            `json:"max_ms"`
-	StartedMs    float64            `json:"started_ms"`
-	AcceptingMs  float64            `json:"accepting_ms"`
-	StartupCPUMs float64            `json:"startup_cpu_ms"`
-	RSSBytes     int64              `json:"rss_bytes"`
-	PSSBytes     int64              `json:"pss_bytes"`
-	SizeBytes    int64              `json:"size_bytes"`
-	ProberCPUMs  float64            `json:"prober_cpu_ms"`
-	ProberCPUs   string             `json:"prober_cpus"`
-	Probe        string             `json:"probe"`
-	PhasesMs     map[string]float64 `json:"phases_ms"`
+	Arm          string  `json:"arm"`
+	Budget       string  `json:"budget"`
+	Runs         int     `json:"runs"`
+	MedianMs     float64 `json:"median_ms"`
+	P90Ms        float64 `json:"p90_ms"`
+	MinMs        float64 `json:"min_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	StartedMs    float64 `json:"started_ms"`
+	AcceptingMs  float64 `json:"accepting_ms"`
+	StartupCPUMs float64 `json:"startup_cpu_ms"`
+	RSSBytes     int64   `json:"rss_bytes"`
+	PSSBytes     int64   `json:"pss_bytes"`
+	SizeBytes    int64   `json:"size_bytes"`
+	// Medians of what the budget's cgroup reports (0 without one).
+	CgroupCPUMs        float64            `json:"cgroup_cpu_ms"`
+	CgroupMemPeakBytes int64              `json:"cgroup_mem_peak_bytes"`
+	GOMAXPROCS         int                `json:"gomaxprocs_predicted"`
+	ProberCPUMs        float64            `json:"prober_cpu_ms"`
+	ProberCPUs         string             `json:"prober_cpus"`
+	Probe              string             `json:"probe"`
+	PhasesMs           map[string]float64 `json:"phases_ms"`
 	// FromSamples: the file held no summary for this arm and budget (an
 	// interrupted campaign); the report computed it from the samples.
 	FromSamples bool `json:"-"`
