@@ -187,6 +187,28 @@ type Campaign struct {
 	DensitySamples []DensitySample
 	Density        []DensityRow
 	Steady         []SteadyRow
+	// BuildErrors are the arms that did not build, and why.
+	BuildErrors []BuildError
+	// Crosscheck compares coldstart's prober with an independent one
+	// (bench/crosscheck).
+	Crosscheck []CrosscheckRow
+}
+
+// BuildError is an arm that was not measured because it did not build.
+type BuildError struct {
+	Error string `json:"error"`
+}
+
+// CrosscheckRow is one arm of bench/crosscheck: coldstart's median beside
+// an independent fresh-channel prober's, on the same binary, interleaved.
+type CrosscheckRow struct {
+	Arm             string  `json:"arm"`
+	Runs            int     `json:"runs"`
+	ColdstartMedian float64 `json:"coldstart_median_ms"`
+	PlainMedian     float64 `json:"plain_median_ms"`
+	DiffPct         float64 `json:"diff_pct"`
+	MaxMs           float64 `json:"max_ms"`
+	Agree           bool    `json:"agree"`
 }
 
 // Knative reports whether the campaign ran on a cluster: its provenance
@@ -321,6 +343,10 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Density)
 		case contains(SteadyKinds, kind):
 			err = add(line, &c.Steady)
+		case kind == "build_error":
+			err = add(line, &c.BuildErrors)
+		case kind == "crosscheck":
+			err = add(line, &c.Crosscheck)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue
