@@ -8,6 +8,7 @@
 // backoff multiple (≥ 1 s) for a server ready in milliseconds.
 //
 //	go run ./bench/crosscheck -n 20 default=/path/to/server static=/path/to/other
+//	go run ./bench/crosscheck -n 20 -arms default,static,upx   # the sample server's arms, built (cached) by builds/
 //
 // Servers are started with --addr 127.0.0.1:PORT (the sample server's flag).
 package main
@@ -29,6 +30,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
@@ -48,12 +50,21 @@ type row struct {
 func main() {
 	n := flag.Int("n", 20, "cold starts per arm and prober")
 	results := flag.String("results-dir", "results", "where to write the results file")
+	armList := flag.String("arms", "", "build these arms of the sample server instead of naming ARM=BINARY")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "crosscheck: name at least one ARM=BINARY")
+	ctx := context.Background()
+	pairs := flag.Args()
+	if *armList != "" {
+		var err error
+		if pairs, err = buildSample(ctx, *armList); err != nil {
+			fmt.Fprintln(os.Stderr, "crosscheck:", err)
+			os.Exit(1)
+		}
+	}
+	if len(pairs) == 0 {
+		fmt.Fprintln(os.Stderr, "crosscheck: name at least one ARM=BINARY, or -arms")
 		os.Exit(2)
 	}
-	ctx := context.Background()
 	rf, err := resultfile.Create(*results, "crosscheck", provenance.Collect("crosscheck", os.Args))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crosscheck:", err)
@@ -62,7 +73,7 @@ func main() {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "arm\truns\tcoldstart_median_ms\tplain_median_ms\tdiff_pct\tmax_ms\tagree")
 	failed := false
-	for _, a := range flag.Args() {
+	for _, a := range pairs {
 		name, bin, ok := strings.Cut(a, "=")
 		if !ok {
 			fmt.Fprintf(os.Stderr, "crosscheck: %q: want ARM=BINARY\n", a)
@@ -100,6 +111,30 @@ func main() {
 	if failed {
 		os.Exit(1)
 	}
+}
+
+// buildSample builds the sample server's arms and returns ARM=BINARY pairs.
+func buildSample(ctx context.Context, list string) ([]string, error) {
+	arms, err := builds.ParseArms(list)
+	if err != nil {
+		return nil, err
+	}
+	src, err := builds.SampleSource()
+	if err != nil {
+		return nil, err
+	}
+	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{Progress: os.Stderr})
+	var pairs []string
+	for i, a := range arts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if a.Arm == builds.ImageArm {
+			return nil, fmt.Errorf("the image arm runs under runc; crosscheck compares plain processes")
+		}
+		pairs = append(pairs, a.Arm+"="+a.Path)
+	}
+	return pairs, nil
 }
 
 // plainProbe starts bin and times its first SERVING health reply the plain
