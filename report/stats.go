@@ -1,63 +1,35 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 
-	"gonum.org/v1/gonum/stat"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
 
-// quantiles are the empirical quantiles of xs, as campaign.Summarize
-// computes them.
-func quantiles(xs []float64, ps ...float64) []float64 {
-	out := make([]float64, len(ps))
-	if len(xs) == 0 {
-		return out
+// summarize reduces counted samples with campaign.Summarize itself, so an
+// interrupted campaign's summary is computed exactly as a finished one's.
+// The records go through their JSON form, which both sides share.
+func summarize(ss []Sample) Summary {
+	ps := make([]prober.Sample, len(ss))
+	for i, s := range ss {
+		b, err := json.Marshal(s)
+		if err == nil {
+			err = json.Unmarshal(b, &ps[i])
+		}
+		if err != nil {
+			continue // both are plain structs: cannot fail
+		}
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	for i, p := range ps {
-		out[i] = stat.Quantile(p, stat.Empirical, s, nil)
+	var out Summary
+	if b, err := json.Marshal(campaign.Summarize(ps)); err == nil {
+		_ = json.Unmarshal(b, &out)
 	}
 	return out
-}
-
-// summarize reduces counted samples as campaign.Summarize does.
-func summarize(ss []Sample) Summary {
-	var first, cpu, rss, pss, pcpu []float64
-	phases := map[string][]float64{}
-	for _, s := range ss {
-		if s.Error != "" || s.Warmup {
-			continue
-		}
-		first = append(first, s.FirstRPCMs)
-		cpu = append(cpu, s.StartupCPUMs)
-		rss = append(rss, float64(s.RSSBytes))
-		pss = append(pss, float64(s.PSSBytes))
-		pcpu = append(pcpu, s.ProberCPUMs)
-		for _, p := range s.Phases {
-			phases[p.Name] = append(phases[p.Name], p.Ms)
-		}
-	}
-	sum := Summary{Runs: len(first), PhasesMs: map[string]float64{}}
-	if len(first) == 0 {
-		return sum
-	}
-	q := quantiles(first, 0.5, 0.9, 0, 1)
-	sum.MedianMs, sum.P90Ms, sum.MinMs, sum.MaxMs = q[0], q[1], q[2], q[3]
-	sum.StartupCPUMs = quantiles(cpu, 0.5)[0]
-	sum.RSSBytes = int64(quantiles(rss, 0.5)[0])
-	sum.PSSBytes = int64(quantiles(pss, 0.5)[0])
-	sum.ProberCPUMs = quantiles(pcpu, 0.5)[0]
-	for name, xs := range phases {
-		sum.PhasesMs[name] = quantiles(xs, 0.5)[0]
-	}
-	sum.StartedMs = sum.PhasesMs["process_started"]
-	sum.AcceptingMs = sum.PhasesMs["accepting"]
-	return sum
 }
 
 // The rules that mark a row doubted. A doubted row stays in every table,
