@@ -12,7 +12,6 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
-	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -94,17 +93,5 @@ func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.progress(), Log: o.log(),
 	}
 	rows, err := d.Run(ctx, func(s campaign.DensitySample) error { return rf.Add("density_sample", s) })
-	for _, r := range rows {
-		if aerr := rf.Add("density", r); aerr != nil && err == nil {
-			err = aerr
-		}
-	}
-	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
-	if err != nil {
-		return err
-	}
-	if err := render.Write(w, o.Output, rows); err != nil {
-		return err
-	}
-	return notMeasured(built)
+	return finish(w, o.Output, rf, "density", rows, err, built)
 }

@@ -160,8 +160,16 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 		Progress: o.progress(), Log: o.log(),
 	}
 	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
-	for _, s := range sums {
-		if aerr := rf.Add("summary", s); aerr != nil && err == nil {
+	return finish(w, o.Output, rf, "summary", sums, err, built)
+}
+
+// finish ends a campaign: it records its summary rows (also those of an
+// interrupted campaign), says where the results file is, prints the rows,
+// and fails when the campaign did, or when not every arm built (after the
+// rest were measured and printed).
+func finish[T any](w io.Writer, f render.Format, rf *resultfile.File, kind string, rows []T, err error, built campaign.Built) error {
+	for _, r := range rows {
+		if aerr := rf.Add(kind, r); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
@@ -169,17 +177,11 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := render.Write(w, o.Output, sums); err != nil {
+	if err := render.Write(w, f, rows); err != nil {
 		return err
 	}
-	return notMeasured(built)
-}
-
-// notMeasured fails a run whose arms did not all build, after the rest were
-// measured and printed.
-func notMeasured(b campaign.Built) error {
-	if err := b.Err(); err != nil {
-		return fmt.Errorf("measured %s only: %w", campaign.ArmNames(b.Arms), err)
+	if err := built.Err(); err != nil {
+		return fmt.Errorf("measured %s only: %w", campaign.ArmNames(built.Arms), err)
 	}
 	return nil
 }
