@@ -520,6 +520,7 @@ func (cg cgroupFiles) usage() budget.Usage {
 	if cg.cpu != "" {
 		if v, err := readInt(filepath.Join(cg.root, cg.cpu, "cpuacct.usage")); err == nil {
 			u.CPUSeconds = float64(v) / 1e9
+			u.Cgroup = "v1:" + strings.TrimPrefix(cg.cpu, "cpuacct")
 		}
 	}
 	if cg.mem != "" {
@@ -536,6 +537,7 @@ func (cg cgroupFiles) usage() budget.Usage {
 		dir := filepath.Join(cg.root, cg.uni)
 		if v, ok := readKey(filepath.Join(dir, "cpu.stat"), "usage_usec"); ok {
 			u.CPUSeconds = float64(v) / 1e6
+			u.Cgroup = "v2:" + cg.uni
 		}
 		if v, err := readInt(filepath.Join(dir, "memory.peak")); err == nil {
 			u.MemPeakBytes = v
