@@ -31,5 +31,7 @@ go run ./bench/crosscheck -n "$RUNS" -arms default,static,upx --results-dir "$ou
 
 files=$(cd "$out" && ls *.jsonl | sed 's|^|results/|' | tr '\n' ' ')
 mv "$out"/*.jsonl results/
-bin/coldstart report --title Performance --out PERFORMANCE.md --plots docs/img $files
+# docs/performance-notes.md holds what the people who ran the campaign doubt
+# and checked; rewrite it for a new campaign.
+bin/coldstart report --title Performance --notes docs/performance-notes.md --out PERFORMANCE.md --plots docs/img $files
 echo "campaign: $files -> PERFORMANCE.md" >&2

@@ -28,6 +28,8 @@ type reportOptions struct {
 	PlotFormat string
 	// Title heads the Markdown document.
 	Title string
+	// Notes is a Markdown file placed before the recommendations.
+	Notes string
 	// Headline writes only the cold-start tables and the recommendations.
 	Headline bool
 	// stderr gets the warnings about input lines not used.
@@ -69,6 +71,7 @@ named file:line on stderr and in the report, and the rest is reported.`,
 	f.StringVar(&o.Plots, "plots", "", "directory for the plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
 	f.StringVar(&o.PlotFormat, "plot-format", o.PlotFormat, "image format of the plots: svg or png")
 	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown document")
+	f.StringVar(&o.Notes, "notes", "", "a Markdown file of the campaign's own notes (what you doubt, what you saw), placed before the recommendations (\"\" = none)")
 	f.BoolVar(&o.Headline, "headline", false, "write only the cold-start tables and the recommendations, for a README to quote (no plots)")
 	return cmd
 }
@@ -132,6 +135,13 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 			return r.Headline(w)
 		}
 		mo := report.MarkdownOptions{Title: o.Title}
+		if o.Notes != "" {
+			b, err := os.ReadFile(o.Notes)
+			if err != nil {
+				return fmt.Errorf("--notes: %w", err)
+			}
+			mo.Notes = string(b)
+		}
 		if dir := o.plotsDir(); dir != "" {
 			if mo.Plots, err = r.PlotsAs(dir, o.PlotFormat); err != nil {
 				return err
