@@ -26,8 +26,10 @@ type ArmsConfig struct {
 	Dir string
 	// Transport decides the sample server's default template.
 	Transport Transport
-	// Runc starts the image arm (nil = a default runc launcher).
-	Runc *prober.Runc
+	// Runc starts the image arm (nil = a default runc launcher), unless
+	// Engine names docker or podman to start it instead.
+	Runc   *prober.Runc
+	Engine string
 }
 
 // Built is what BuildArms made.
@@ -99,16 +101,12 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		out.Artifacts = append(out.Artifacts, a)
 		arm := Arm{Name: name, Path: a.Path, Dir: c.Dir, SizeBytes: a.SizeBytes}
 		if name == builds.ImageArm {
-			r := c.Runc
-			if r == nil {
-				r = &prober.Runc{}
-				out.closers = append(out.closers, r.Close)
-			}
-			if err := r.Check(); err != nil {
+			l, path, err := c.imageLauncher(ctx, &out, a)
+			if err != nil {
 				out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, err))
 				continue
 			}
-			arm.Launcher, arm.Path = r, a.Image
+			arm.Launcher, arm.Path = l, path
 		}
 		arm.Args = func(t prober.Target) ([]string, error) {
 			v := prober.VarsFor(t)
@@ -133,6 +131,30 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		return out, fmt.Errorf("no arm built: %w", out.Err())
 	}
 	return out, nil
+}
+
+// imageLauncher picks what starts the image arm: runc on the OCI layout,
+// or a docker/podman engine on the image tarball, checked before use.
+func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Artifact) (prober.Launcher, string, error) {
+	if c.Engine != "" && c.Engine != "runc" {
+		e, err := prober.NewEngine(c.Engine)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := e.Check(ctx); err != nil {
+			return nil, "", err
+		}
+		return e, a.Path, nil
+	}
+	r := c.Runc
+	if r == nil {
+		r = &prober.Runc{}
+		out.closers = append(out.closers, r.Close)
+	}
+	if err := r.Check(); err != nil {
+		return nil, "", err
+	}
+	return r, a.Image, nil
 }
 
 // ArmNames lists arms for messages: "default, upx".

@@ -28,9 +28,10 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 		Arms:   arms,
 		Build: builds.Options{
 			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration,
-			Progress: o.progress(), Verbose: o.Verbose,
+			Instrument: o.Instrument, Progress: o.progress(), Verbose: o.Verbose,
 		},
 		Args: o.ServerArgs, Env: o.Env, Dir: o.Dir, Transport: campaign.Transport(transport),
+		Engine: o.Runtime,
 	}
 	built, err := campaign.BuildArms(ctx, cfg)
 	for _, a := range built.Artifacts {

@@ -22,6 +22,8 @@ type serverOptions struct {
 	UPXLevel    string
 	PGOProfile  string
 	PGODuration time.Duration
+	Instrument  bool
+	Runtime     string
 	Probe       string
 	ProbeBody   string
 	Env         []string
@@ -41,6 +43,7 @@ func (o *serverOptions) defaults() {
 	o.UPXLevel = "default"
 	o.PGODuration = 10 * time.Second
 	o.Probe = "health"
+	o.Runtime = "runc"
 	o.Output = render.Table
 	o.ResultsDir = "results"
 }
@@ -52,6 +55,8 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringVar(&o.UPXLevel, "upx-level", o.UPXLevel, "upx arm compression: default, best or lzma")
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
 	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to load the default arm while collecting the pgo profile")
+	f.BoolVar(&o.Instrument, "instrument", false, "compile the debug hook into PKG's arms (runtime metrics and pprof on $COLDSTART_DEBUG_ADDR); changes the binary, and the results say so")
+	f.StringVar(&o.Runtime, "runtime", "runc", "what starts the image arm: runc, docker or podman (the engines need a working daemon)")
 	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
 	f.StringVar(&o.ProbeBody, "probe-request", "", "request for a /pkg.Svc/Method probe: JSON, or @FILE of binary protobuf")
 	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server, K=V (repeatable)")
@@ -76,6 +81,11 @@ func (o *serverOptions) validate() error {
 	var level builds.UPXLevel
 	if err := level.Set(o.UPXLevel); err != nil {
 		return fmt.Errorf("--upx-level: %w", err)
+	}
+	switch o.Runtime {
+	case "runc", "docker", "podman":
+	default:
+		return fmt.Errorf("--runtime: %q, want runc, docker or podman", o.Runtime)
 	}
 	if _, err := prober.ParseTemplate(o.ServerArgs); err != nil {
 		return err

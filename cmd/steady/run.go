@@ -29,6 +29,7 @@ type runOptions struct {
 	UPXLevel     builds.UPXLevel
 	PGOProfile   string
 	PGODuration  time.Duration
+	Instrument   bool
 	ServerArgs   []string
 	Env          []string
 	Protocols    string
@@ -109,6 +110,7 @@ load goes to {http_addr} when they name it, else to {addr} ($PORT).`,
 	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default, best or lzma")
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
 	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to load the default arm while collecting the pgo profile")
+	f.BoolVar(&o.Instrument, "instrument", false, "compile the debug hook into PKG's arms, so a server of yours reports allocation per call and GC cycles; changes the binary, and the results say so")
 	f.StringArrayVar(&o.Bins, "bin", nil, "a prebuilt server binary, ARM=PATH or PATH (repeatable; replaces PKG and --arms)")
 	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server, K=V (repeatable)")
 	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c")
@@ -316,7 +318,7 @@ func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms [
 	if o.Verbose {
 		progress = os.Stderr
 	}
-	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, Progress: progress, Verbose: o.Verbose}
+	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
 	arts, errs := builds.BuildAll(ctx, src, names, bo)
 	var runc *prober.Runc
 	var fails []error
