@@ -7,9 +7,25 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/prober"
 )
+
+// begin starts a local campaign: the readiness checker, the results file
+// (provenance first) and the built arms. Close the arms also on error.
+func (o *serverOptions) begin(ctx context.Context, label, transport string) (prober.Checker, *resultfile.File, campaign.Built, error) {
+	checker, err := o.checker()
+	if err != nil {
+		return nil, nil, campaign.Built{}, err
+	}
+	rf, err := resultfile.Create(o.ResultsDir, label, provenance.Collect("coldstart", os.Args))
+	if err != nil {
+		return nil, nil, campaign.Built{}, err
+	}
+	built, err := o.buildArms(ctx, rf, transport)
+	return checker, rf, built, err
+}
 
 // buildArms builds the arms the flags name and records each artifact in the
 // results file. Arms that fail to build are reported on stderr and in the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -63,23 +62,9 @@ func TestBuildCmdParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *buildOptions
-			cmd := newBuildCmd(func(_ context.Context, o *buildOptions, _ io.Writer) error {
-				got = o
-				return nil
-			})
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(io.Discard)
-			cmd.SetErr(io.Discard)
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("build %q: error %v, want %q", tt.args, err, tt.wantErr)
-				}
+			got := parseFlags(t, "build", newBuildCmd, tt.args, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("build %q: %v", tt.args, err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("build %q options (-want +got):\n%s", tt.args, diff)

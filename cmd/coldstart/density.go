@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
-	"github.com/coldstart-go/coldstart/internal/provenance"
-	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -74,16 +71,7 @@ func (o *densityOptions) validate() error {
 
 func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
 	b, _ := budget.ParseOne(o.Budget)
-	checker, err := o.checker()
-	if err != nil {
-		return err
-	}
-	prov := provenance.Collect("coldstart", os.Args)
-	rf, err := resultfile.Create(o.ResultsDir, "density", prov)
-	if err != nil {
-		return err
-	}
-	built, err := o.buildArms(ctx, rf, o.Transport)
+	checker, rf, built, err := o.begin(ctx, "density", o.Transport)
 	defer built.Close()
 	if err != nil {
 		return err

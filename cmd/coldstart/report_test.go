@@ -41,23 +41,9 @@ func TestReportFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *reportOptions
-			cmd := newReportCmd(func(_ context.Context, o *reportOptions, _ io.Writer) error {
-				got = o
-				return nil
-			})
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(io.Discard)
-			cmd.SetErr(io.Discard)
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("report %q = %v, want error containing %q", tt.args, err, tt.wantErr)
-				}
+			got := parseFlags(t, "report", newReportCmd, tt.args, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("report %q = %v", tt.args, err)
 			}
 			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(reportOptions{})); diff != "" {
 				t.Errorf("report %q options (-want +got):\n%s", tt.args, diff)

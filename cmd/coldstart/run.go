@@ -12,7 +12,6 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
-	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/prober"
@@ -139,16 +138,7 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	}
 	budgets, _ := o.budgets()
 	pcpus, _ := o.proberCPUs()
-	checker, err := o.checker()
-	if err != nil {
-		return err
-	}
-	prov := provenance.Collect("coldstart", os.Args)
-	rf, err := resultfile.Create(o.ResultsDir, "coldstart", prov)
-	if err != nil {
-		return err
-	}
-	built, err := o.buildArms(ctx, rf, o.Transport)
+	checker, rf, built, err := o.begin(ctx, "coldstart", o.Transport)
 	defer built.Close()
 	if err != nil {
 		return err

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -59,20 +56,9 @@ func TestRunFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *runOptions
-			cmd := newRunCmd(func(_ context.Context, o *runOptions, _ io.Writer) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(io.Discard)
-			cmd.SetErr(io.Discard)
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("run %q = %v, want error containing %q", tt.args, err, tt.wantErr)
-				}
+			got := parseFlags(t, "run", newRunCmd, tt.args, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("run %q = %v", tt.args, err)
 			}
 			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(runOptions{}), cmpopts.IgnoreUnexported(serverOptions{})); diff != "" {
 				t.Errorf("run %q options (-want +got):\n%s", tt.args, diff)
@@ -96,20 +82,9 @@ func TestDensityFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *densityOptions
-			cmd := newDensityCmd(func(_ context.Context, o *densityOptions, _ io.Writer) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(io.Discard)
-			cmd.SetErr(io.Discard)
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("density %q = %v, want error containing %q", tt.args, err, tt.wantErr)
-				}
+			got := parseFlags(t, "density", newDensityCmd, tt.args, tt.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("density %q = %v", tt.args, err)
 			}
 			if got.Instances != tt.want {
 				t.Errorf("density %q: instances %d, want %d", tt.args, got.Instances, tt.want)
