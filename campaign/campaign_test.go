@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("COLDSTART_TEST_SERVER") {
 	case "":
-		os.Exit(m.Run())
+		os.Exit(testservers.Run(m)) // removes the servers the tests built
 	case "health":
 		serveHealth(os.Getenv("PORT"), healthpb.HealthCheckResponse_SERVING)
 	case "never-ready":
@@ -64,31 +64,9 @@ func selfArm(name, mode string) Arm {
 	}}
 }
 
-var (
-	echoOnce sync.Once
-	echoBin  string
-	echoErr  error
-)
-
 // echoServer builds the bundled sample server once per test binary.
 func echoServer(t *testing.T) string {
-	t.Helper()
-	echoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "coldstart-campaign-test-")
-		if err != nil {
-			echoErr = err
-			return
-		}
-		echoBin = filepath.Join(dir, "echo")
-		out, err := exec.Command("go", "build", "-o", echoBin, "../examples/echo").CombinedOutput()
-		if err != nil {
-			echoErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if echoErr != nil {
-		t.Fatal(echoErr)
-	}
-	return echoBin
+	return testservers.BuildPackage(t, testservers.Echo)
 }
 
 func echoArm(t *testing.T) Arm {
