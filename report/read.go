@@ -10,6 +10,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/prober"
 	"io"
 	"os"
 	"path/filepath"
@@ -41,48 +44,14 @@ type Provenance struct {
 	Notes       map[string]string `json:"notes"`
 }
 
-// Artifact is one built arm (builds.Artifact, the fields a report uses).
-type Artifact struct {
-	Arm        string   `json:"arm"`
-	Path       string   `json:"path"`
-	SizeBytes  int64    `json:"size_bytes"`
-	BuildMs    float64  `json:"build_ms"`
-	Command    []string `json:"command"`
-	Flags      string   `json:"flags"`
-	GoVersion  string   `json:"go_version"`
-	SHA256     string   `json:"sha256"`
-	Cached     bool     `json:"cached"`
-	Digest     string   `json:"digest"`
-	Ref        string   `json:"ref"`
-	UPXVersion string   `json:"upx_version"`
-}
+// Artifact is one built arm, as builds writes it.
+type Artifact = builds.Artifact
 
-// Phase is a named time from spawn, in milliseconds (prober.Phase).
-type Phase struct {
-	Name string  `json:"name"`
-	Ms   float64 `json:"ms"`
-}
+// Phase is a named time from spawn, in milliseconds.
+type Phase = prober.Phase
 
-// Sample is one cold start (prober.Sample).
-type Sample struct {
-	Arm          string  `json:"arm"`
-	Budget       string  `json:"budget"`
-	Run          int     `json:"run"`
-	Warmup       bool    `json:"warmup"`
-	FirstRPCMs   float64 `json:"first_rpc_ms"`
-	Phases       []Phase `json:"phases"`
-	StartupCPUMs float64 `json:"startup_cpu_ms"`
-	RSSBytes     int64   `json:"rss_bytes"`
-	PSSBytes     int64   `json:"pss_bytes"`
-	// What the budget's cgroup reports (0 without one), and the GOMAXPROCS
-	// Go picks under the budget.
-	CgroupCPUMs         float64 `json:"cgroup_cpu_ms"`
-	CgroupMemPeakBytes  int64   `json:"cgroup_mem_peak_bytes"`
-	GOMAXPROCSPredicted int     `json:"gomaxprocs_predicted"`
-	ProberCPUMs         float64 `json:"prober_cpu_ms"`
-	Attempts            int     `json:"attempts"`
-	Error               string  `json:"error"`
-}
+// Sample is one cold start, as prober records it.
+type Sample = prober.Sample
 
 // Summary is one arm under one budget in a cold-start campaign
 // (campaign.Summary). Times are milliseconds from spawn.
@@ -113,30 +82,12 @@ type Summary struct {
 	FromSamples bool `json:"-"`
 }
 
-// DensitySample is one idle instance's memory (campaign.DensitySample).
-type DensitySample struct {
-	Arm          string `json:"arm"`
-	Budget       string `json:"budget"`
-	Instance     int    `json:"instance"`
-	PID          int    `json:"pid"`
-	RSSBytes     int64  `json:"rss_bytes"`
-	PSSBytes     int64  `json:"pss_bytes"`
-	PSSAnonBytes int64  `json:"pss_anon_bytes"`
-}
+// DensitySample is one idle instance's memory, as campaign records it.
+type DensitySample = campaign.DensitySample
 
-// DensityRow is one arm's memory per idle instance (campaign.DensityRow):
-// medians over Instances instances running side by side.
-type DensityRow struct {
-	Arm           string `json:"arm"`
-	Budget        string `json:"budget"`
-	Instances     int    `json:"instances"`
-	PSSBytes      int64  `json:"pss_bytes"`
-	PSSAnonBytes  int64  `json:"pss_anon_bytes"`
-	RSSBytes      int64  `json:"rss_bytes"`
-	TotalPSSBytes int64  `json:"total_pss_bytes"`
-	TotalRSSBytes int64  `json:"total_rss_bytes"`
-	SizeBytes     int64  `json:"size_bytes"`
-}
+// DensityRow is one arm's memory per idle instance (medians over the
+// instances running side by side), as campaign records it.
+type DensityRow = campaign.DensityRow
 
 // SteadyRow is one measured steady-state step (steady.Row). Times are
 // microseconds; AllocBytesPerCall is nil when the server did not serve
