@@ -35,17 +35,8 @@ import (
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/report"
 )
-
-type row struct {
-	Arm             string  `json:"arm"`
-	Runs            int     `json:"runs"`
-	ColdstartMedian float64 `json:"coldstart_median_ms"`
-	PlainMedian     float64 `json:"plain_median_ms"`
-	DiffPct         float64 `json:"diff_pct"`
-	MaxMs           float64 `json:"max_ms"`
-	Agree           bool    `json:"agree"`
-}
 
 func main() {
 	n := flag.Int("n", 20, "cold starts per arm and prober")
@@ -96,7 +87,7 @@ func main() {
 			}
 			plain = append(plain, d)
 		}
-		r := row{Arm: name, Runs: *n, ColdstartMedian: median(cs), PlainMedian: median(plain)}
+		r := report.CrosscheckRow{Arm: name, Runs: *n, ColdstartMedian: median(cs), PlainMedian: median(plain)}
 		r.DiffPct = 100 * (r.ColdstartMedian - r.PlainMedian) / r.PlainMedian
 		r.MaxMs = max(maxOf(cs), maxOf(plain))
 		r.Agree = r.DiffPct >= -15 && r.DiffPct <= 15 && r.MaxMs < 1000
