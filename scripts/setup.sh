@@ -30,7 +30,6 @@ export DEBIAN_FRONTEND=noninteractive
 . /etc/os-release
 # upx-ucl lives in bookworm-backports; add that suite once if apt does not know it.
 if [[ " ${need[*]} " == *" upx-ucl "* ]] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-
 	echo "deb http://deb.debian.org/debian ${VERSION_CODENAME:-bookworm}-backports main" \
 		>/etc/apt/sources.list.d/coldstart-backports.list
 fi
