@@ -38,7 +38,11 @@ type h1Transport struct {
 
 func newHTTP1(ctx context.Context, t prober.Target, path string, conns, depth int, payload []byte) (*h1Transport, error) {
 	body := jsonBody(payload)
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, t.Address, len(body))
+	host := t.Address
+	if t.Network == "unix" {
+		host = "localhost" // a socket path is no valid Host
+	}
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, len(body))
 	h := &h1Transport{target: t, req: append([]byte(head), body...)}
 	for i := 0; i < conns; i++ {
 		c := &h1Conn{target: t, req: h.req, depth: depth}
@@ -379,7 +383,13 @@ func (httpReady) Name() string { return "http" }
 func (r httpReady) Check(ctx context.Context, t prober.Target) (prober.Answer, error) {
 	tr := &http.Transport{DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+t.Address+r.path, bytes.NewReader(jsonBody(nil)))
+	host := t.Address
+	if t.Network == "unix" {
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", t.Address) }
+		host = "localhost"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+r.path, bytes.NewReader(jsonBody(nil)))
 	if err != nil {
 		return prober.Answer{}, err
 	}

@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,8 +59,9 @@ type Arm struct {
 	Name string
 	// Path is the server binary.
 	Path string
-	// Args are its arguments. The placeholders {addr}, {port}, {http_addr}
-	// and {debug_addr} are replaced by the addresses steady chose. When
+	// Args are its arguments. The placeholders {addr}, {port}, {socket},
+	// {http_addr} and {debug_addr} are replaced by the addresses steady
+	// chose ({socket} makes the server's address a Unix socket). When
 	// an argument names {http_addr}, HTTP load goes there; otherwise it goes
 	// to {addr} ($PORT), as for a plain HTTP server.
 	Args []string
@@ -201,6 +205,9 @@ func (c Config) Validate() error {
 		if a.Path == "" {
 			return fmt.Errorf("arm %q: no binary", a.Name)
 		}
+		if err := checkPlaceholders(a.Args); err != nil {
+			return fmt.Errorf("arm %q: %w", a.Name, err)
+		}
 	}
 	for _, n := range c.Concurrency {
 		if n < 1 {
@@ -338,6 +345,39 @@ func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 	return nil
 }
 
+// Placeholders are the names server arguments may use, in braces.
+var Placeholders = []string{"addr", "port", "socket", "http_addr", "debug_addr"}
+
+var placeholder = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// checkPlaceholders refuses a placeholder steady does not fill, naming it
+// and the known ones, and {socket} beside {addr}/{port}.
+func checkPlaceholders(args []string) error {
+	used := map[string]bool{}
+	for _, a := range args {
+		for _, m := range placeholder.FindAllStringSubmatch(a, -1) {
+			if !slices.Contains(Placeholders, m[1]) {
+				return fmt.Errorf("server arguments: unknown placeholder {%s} in %q (known: {%s})", m[1], a, strings.Join(Placeholders, "}, {"))
+			}
+			used[m[1]] = true
+		}
+	}
+	if used["socket"] && (used["addr"] || used["port"]) {
+		return errors.New("server arguments: {socket} and {addr}/{port} in one template: the server listens on one of them")
+	}
+	return nil
+}
+
+// usesSocket reports whether the server listens on the Unix socket {socket}.
+func usesSocket(args []string) bool {
+	for _, a := range args {
+		if strings.Contains(a, "{socket}") {
+			return true
+		}
+	}
+	return false
+}
+
 // addrs are the addresses one server instance was given.
 type addrs struct {
 	grpc, http, debug prober.Target
@@ -349,6 +389,7 @@ func expandArgs(args []string, ad addrs) (out []string, httpNamed bool) {
 		"{port}", ad.grpc.Port(),
 		"{http_addr}", ad.http.Address,
 		"{debug_addr}", ad.debug.Address,
+		"{socket}", ad.grpc.Address,
 	)
 	for _, a := range args {
 		if strings.Contains(a, "{http_addr}") {
@@ -366,6 +407,14 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 		if *t, err = prober.FreeTCP(); err != nil {
 			return fmt.Errorf("arm %s: %w", a.Name, err)
 		}
+	}
+	if usesSocket(a.Args) {
+		dir, err := os.MkdirTemp("", "st-")
+		if err != nil {
+			return fmt.Errorf("arm %s: make socket dir: %w", a.Name, err)
+		}
+		defer os.RemoveAll(dir)
+		ad.grpc = prober.Target{Network: "unix", Address: prober.SocketPath(dir)}
 	}
 	args, httpNamed := expandArgs(a.Args, ad)
 	if !httpNamed {

@@ -43,10 +43,12 @@ func steadyMain() int {
 // server.
 func TestScripts(t *testing.T) {
 	bin := testservers.BuildPackage(t, testservers.Echo)
+	ts := testservers.Build(t)
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("ECHO", bin)
+			e.Setenv("TESTSERVER", ts)
 			root, err := filepath.Abs("../..")
 			if err != nil {
 				return err

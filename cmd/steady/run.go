@@ -82,8 +82,9 @@ its limit; the last step under it is the knee). Each window follows --warmup unc
 calls. The server's CPU per call comes from /proc (all threads); allocation per call
 and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_ADDR.
 
-Server arguments after -- may name {addr}, {port}, {http_addr} and {debug_addr}; HTTP
-load goes to {http_addr} when they name it, else to {addr} ($PORT).`,
+Server arguments after -- may name {addr}, {port}, {socket} (a Unix socket instead of
+a port), {http_addr} and {debug_addr}; HTTP load goes to {http_addr} when they name it,
+else to the server's own address ($PORT or the socket).`,
 		Example: `  steady run --warmup 2000 --calls 20000
   steady run --protocol grpc,http1 --payload 8B,1KiB,64KiB --concurrency 1,32 --conns 1,8
   steady run --rate 2000 --duration 10s
