@@ -12,13 +12,13 @@ import (
 	"fmt"
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/prober"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 )
 
 // Schema is the results-file schema this package reads; files naming
@@ -26,22 +26,10 @@ import (
 const Schema = "coldstart/v1"
 
 // Provenance is a results file's first line: where, when and how the
-// campaign was measured (internal/provenance.Provenance plus the schema).
+// campaign was measured, and the schema of the records after it.
 type Provenance struct {
-	Schema      string            `json:"schema"`
-	Tool        string            `json:"tool"`
-	ToolVersion string            `json:"tool_version"`
-	Commit      string            `json:"commit"`
-	GoVersion   string            `json:"go_version"`
-	Host        string            `json:"host"`
-	Kernel      string            `json:"kernel"`
-	CPUModel    string            `json:"cpu_model"`
-	Cores       int               `json:"cores"`
-	MemBytes    int64             `json:"mem_bytes"`
-	CgroupMode  string            `json:"cgroup_mode"`
-	StartedAt   time.Time         `json:"started_at"`
-	Args        []string          `json:"args"`
-	Notes       map[string]string `json:"notes"`
+	Schema string `json:"schema"`
+	provenance.Provenance
 }
 
 // Artifact is one built arm, as builds writes it.
@@ -53,30 +41,10 @@ type Phase = prober.Phase
 // Sample is one cold start, as prober records it.
 type Sample = prober.Sample
 
-// Summary is one arm under one budget in a cold-start campaign
-// (campaign.Summary). Times are milliseconds from spawn.
+// Summary is one arm under one budget in a cold-start campaign, as
+// campaign summarizes it. Times are milliseconds from spawn.
 type Summary struct {
-	Arm          string  `json:"arm"`
-	Budget       string  `json:"budget"`
-	Runs         int     `json:"runs"`
-	MedianMs     float64 `json:"median_ms"`
-	P90Ms        float64 `json:"p90_ms"`
-	MinMs        float64 `json:"min_ms"`
-	MaxMs        float64 `json:"max_ms"`
-	StartedMs    float64 `json:"started_ms"`
-	AcceptingMs  float64 `json:"accepting_ms"`
-	StartupCPUMs float64 `json:"startup_cpu_ms"`
-	RSSBytes     int64   `json:"rss_bytes"`
-	PSSBytes     int64   `json:"pss_bytes"`
-	SizeBytes    int64   `json:"size_bytes"`
-	// Medians of what the budget's cgroup reports (0 without one).
-	CgroupCPUMs        float64            `json:"cgroup_cpu_ms"`
-	CgroupMemPeakBytes int64              `json:"cgroup_mem_peak_bytes"`
-	GOMAXPROCS         int                `json:"gomaxprocs_predicted"`
-	ProberCPUMs        float64            `json:"prober_cpu_ms"`
-	ProberCPUs         string             `json:"prober_cpus"`
-	Probe              string             `json:"probe"`
-	PhasesMs           map[string]float64 `json:"phases_ms"`
+	campaign.Summary
 	// FromSamples: the file held no summary for this arm and budget (an
 	// interrupted campaign); the report computed it from the samples.
 	FromSamples bool `json:"-"`
@@ -349,7 +317,11 @@ func jsonErr(err error) string {
 	var se *json.SyntaxError
 	switch {
 	case asErr(err, &te):
-		return fmt.Sprintf("field %q holds a JSON %s", te.Field, te.Value)
+		// The path starts with the Go name of an embedded producer type
+		// (Summary., Provenance.) that the record itself does not have:
+		// name the key as it stands in the file.
+		field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "Summary."), "Provenance.")
+		return fmt.Sprintf("field %q holds a JSON %s", field, te.Value)
 	case asErr(err, &se):
 		return "not valid JSON (truncated or hand-edited?): " + se.Error()
 	case err == io.ErrUnexpectedEOF || strings.Contains(err.Error(), "unexpected end of JSON input"):
@@ -383,11 +355,12 @@ func (c *Campaign) fillSummaries() {
 		size[a.Arm] = a.SizeBytes
 	}
 	for _, k := range order {
-		s := summarize(groups[k])
+		// Summarized exactly as a finished campaign's are.
+		s := Summary{Summary: campaign.Summarize(groups[k]), FromSamples: true}
 		if s.Runs == 0 {
 			continue
 		}
-		s.Arm, s.Budget, s.SizeBytes, s.FromSamples = k[0], k[1], size[k[0]], true
+		s.Arm, s.Budget, s.SizeBytes = k[0], k[1], size[k[0]]
 		c.Summaries = append(c.Summaries, s)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"github.com/coldstart-go/coldstart/campaign"
 	"image/png"
 	"io"
 	"os"
@@ -389,7 +390,7 @@ func TestReadFillsMissingSummaries(t *testing.T) {
 	if err != nil || len(ws) != 0 {
 		t.Fatalf("Read() = %v, warnings %v", err, ws)
 	}
-	want := []Summary{{Arm: "static", Budget: "max", Runs: 3, MedianMs: 7, P90Ms: 8, MinMs: 6, MaxMs: 8, PSSBytes: 100, PhasesMs: map[string]float64{}, FromSamples: true}}
+	want := []Summary{{Summary: campaign.Summary{Arm: "static", Budget: "max", Runs: 3, MedianMs: 7, P90Ms: 8, MinMs: 6, MaxMs: 8, PSSBytes: 100, PhasesMs: map[string]float64{}}, FromSamples: true}}
 	if diff := cmp.Diff(want, c.Summaries); diff != "" {
 		t.Errorf("summaries (-want +got):\n%s", diff)
 	}
@@ -401,10 +402,10 @@ func TestDoubt(t *testing.T) {
 		s    Summary
 		want string
 	}{
-		{"quiet", Summary{Runs: 20, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 12}, ""},
-		{"wide range", Summary{Runs: 20, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 22}, "max 3.1× min"},
-		{"long tail", Summary{Runs: 20, MedianMs: 8, P90Ms: 17, MinMs: 7, MaxMs: 18}, "p90 2.1× median"},
-		{"few runs", Summary{Runs: 3, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 9}, "3 runs"},
+		{"quiet", Summary{Summary: campaign.Summary{Runs: 20, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 12}}, ""},
+		{"wide range", Summary{Summary: campaign.Summary{Runs: 20, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 22}}, "max 3.1× min"},
+		{"long tail", Summary{Summary: campaign.Summary{Runs: 20, MedianMs: 8, P90Ms: 17, MinMs: 7, MaxMs: 18}}, "p90 2.1× median"},
+		{"few runs", Summary{Summary: campaign.Summary{Runs: 3, MedianMs: 8, P90Ms: 9, MinMs: 7, MaxMs: 9}}, "3 runs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -419,8 +420,8 @@ func TestRecommendationsSkipEmptyFigures(t *testing.T) {
 	r := &Report{Campaigns: []*Campaign{{
 		Label: "c",
 		Summaries: []Summary{
-			{Arm: "a", Budget: "max", Runs: 5, MedianMs: 0},
-			{Arm: "b", Budget: "max", Runs: 5, MedianMs: 9, MinMs: 8, MaxMs: 10, P90Ms: 10},
+			{Summary: campaign.Summary{Arm: "a", Budget: "max", Runs: 5, MedianMs: 0}},
+			{Summary: campaign.Summary{Arm: "b", Budget: "max", Runs: 5, MedianMs: 9, MinMs: 8, MaxMs: 10, P90Ms: 10}},
 		},
 		Steady: []SteadyRow{
 			{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "sequential", Concurrency: 1, CallsPerS: 100, P50Us: 100},

@@ -1,36 +1,11 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/coldstart-go/coldstart/campaign"
-	"github.com/coldstart-go/coldstart/prober"
 )
 
 func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
-
-// summarize reduces counted samples with campaign.Summarize itself, so an
-// interrupted campaign's summary is computed exactly as a finished one's.
-// The records go through their JSON form, which both sides share.
-func summarize(ss []Sample) Summary {
-	ps := make([]prober.Sample, len(ss))
-	for i, s := range ss {
-		b, err := json.Marshal(s)
-		if err == nil {
-			err = json.Unmarshal(b, &ps[i])
-		}
-		if err != nil {
-			continue // both are plain structs: cannot fail
-		}
-	}
-	var out Summary
-	if b, err := json.Marshal(campaign.Summarize(ps)); err == nil {
-		_ = json.Unmarshal(b, &out)
-	}
-	return out
-}
 
 // The rules that mark a row doubted. A doubted row stays in every table,
 // marked, and a recommendation resting on it says so.
