@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -94,20 +95,11 @@ func (o *serverOptions) validate() error {
 		return err
 	}
 	for _, e := range o.Env {
-		if k, _, ok := cutEnv(e); !ok || k == "" {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return fmt.Errorf("--env: %q, want K=V", e)
 		}
 	}
 	return nil
-}
-
-func cutEnv(e string) (string, string, bool) {
-	for i := 0; i < len(e); i++ {
-		if e[i] == '=' {
-			return e[:i], e[i+1:], true
-		}
-	}
-	return "", "", false
 }
 
 func (o *serverOptions) progress() io.Writer {
