@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 	"gonum.org/v1/gonum/stat"
@@ -125,48 +124,10 @@ func PinSelf(cpus []int) error {
 			continue
 		}
 		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("pin prober to CPUs %s: %w", FormatCPUs(cpus), err)
+			return fmt.Errorf("pin prober to CPUs %s: %w", budget.FormatCPUList(cpus), err)
 		}
 	}
 	return nil
-}
-
-// SelfCPUs lists the CPUs this process may run on.
-func SelfCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("read CPU affinity: %w", err)
-	}
-	var cpus []int
-	for c := 0; c < 1024; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
-}
-
-// FormatCPUs renders a CPU list as "0,2-3".
-func FormatCPUs(cpus []int) string {
-	if len(cpus) == 0 {
-		return "all"
-	}
-	s := append([]int(nil), cpus...)
-	sort.Ints(s)
-	var parts []string
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(s[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }
 
 // proberCPUs picks where the prober runs for a server budget: the CPUs it

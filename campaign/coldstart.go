@@ -89,7 +89,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	if checker == nil {
 		checker = prober.Health{}
 	}
-	all, err := SelfCPUs()
+	all, err := budget.AllowedCPUs() // as this process started: what PinSelf restores
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 			if pcpus == nil {
 				pcpus = proberCPUs(all, b)
 			}
-			sum.ProberCPUs = FormatCPUs(pcpus)
+			sum.ProberCPUs = budget.FormatCPUList(pcpus)
 			out = append(out, sum)
 		}
 	}
