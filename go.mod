@@ -7,12 +7,16 @@ module github.com/coldstart-go/coldstart
 //     dependencies are refused there.
 //   - go 1.26.8: Go >= 1.25 sets GOMAXPROCS from the cgroup CPU quota, which
 //     the budgets measure; built servers inherit this module's go line.
+//   - image layers are unpacked with github.com/cyphar/filepath-securejoin
+//     (pathrs-lite), not containerd/v2's pkg/archive: containerd v2.4.2
+//     requires k8s.io/* v0.37, which would lift the knative pin above.
 
 go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/containerd/cgroups/v3 v3.1.3
+	github.com/cyphar/filepath-securejoin v0.7.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/opencontainers/runtime-spec v1.3.0
@@ -38,6 +42,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	cyphar.com/go-pathrs v0.2.5 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect

@@ -21,4 +21,7 @@ go vet -tags integration ./...
 if [ $# -gt 0 ]; then
 	exec go test -count=1 -tags integration "$@"
 fi
+# Hostile image layers against the unpacker, as root (chown and hard links
+# for real), beyond the seeds every go test runs.
+go test -run '^$' -fuzz '^FuzzLayer$' -fuzztime 30s ./internal/unpack
 exec go test -count=1 -tags integration -timeout 15m ./...
