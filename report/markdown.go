@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/coldstart-go/coldstart/internal/provenance"
 )
 
 // MarkdownOptions shape the Markdown document.
@@ -191,7 +193,7 @@ func provenanceLine(c *Campaign) string {
 	}
 	fmt.Fprintf(&b, "; %s built with %s, commit %s", orUnknown(p.Tool), orUnknown(p.GoVersion), short(p.Commit))
 	if len(p.Args) > 0 {
-		args := p.Args
+		args := provenance.RedactArgs(p.Args) // files written before redaction existed
 		if len(args) > 0 {
 			args = append([]string{filepath.Base(args[0])}, args[1:]...)
 		}

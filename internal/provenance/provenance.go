@@ -32,14 +32,15 @@ type Provenance struct {
 	Notes map[string]string `json:"notes,omitempty"`
 }
 
-// Collect reads the provenance of this process and machine now.
+// Collect reads the provenance of this process and machine now. Secret
+// values in args are replaced (see RedactArgs).
 func Collect(tool string, args []string) Provenance {
 	p := Provenance{
 		Tool:      tool,
 		GoVersion: runtime.Version(),
 		Cores:     runtime.NumCPU(),
 		StartedAt: time.Now().UTC(),
-		Args:      args,
+		Args:      RedactArgs(args),
 	}
 	p.Host, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
