@@ -51,6 +51,7 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 	if len(recs) > 0 {
 		m.p("\n")
 	}
+	r.comparisonsSection(m)
 	plots := func(c *Campaign, kind string) {
 		for _, pl := range o.Plots {
 			if pl.Campaign == c.Label && pl.Kind == kind {

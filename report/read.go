@@ -106,6 +106,9 @@ type Campaign struct {
 	DensitySamples []DensitySample
 	Density        []DensityRow
 	Steady         []SteadyRow
+	// SteadyRounds are the per-round windows behind Steady's rows
+	// (`steady run --rounds`); empty for a campaign without rounds.
+	SteadyRounds []SteadyRound
 	// BuildErrors are the arms that did not build, and why.
 	BuildErrors []BuildError
 	// Crosscheck compares coldstart's prober with an independent one
@@ -152,6 +155,9 @@ type Warning struct {
 	File string
 	Line int // 0: the whole file
 	Msg  string
+	// Schema is set when the file was skipped for naming another schema
+	// than this package reads: the schema it names.
+	Schema string
 }
 
 func (w Warning) String() string {
@@ -165,6 +171,12 @@ func (w Warning) String() string {
 type Report struct {
 	Campaigns []*Campaign
 	Warnings  []Warning
+	// Confidence is the level of every interval and 1 − the level of
+	// every test (0 = stats.DefaultConfidence, 95%).
+	Confidence float64
+	// MinEffect is the smallest relative difference a recommendation acts
+	// on (0 = stats.DefaultMinEffect, 5%).
+	MinEffect float64
 }
 
 // Load reads results files. A directory stands for the *.jsonl files in
@@ -244,6 +256,7 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 		case kind == "provenance":
 			if head.Schema != Schema {
 				warn(n, "schema %q, want %q: file skipped", head.Schema, Schema)
+				ws[len(ws)-1].Schema = head.Schema
 				return nil, ws, nil
 			}
 			if n != 1 && records > 0 {
@@ -262,6 +275,8 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Density)
 		case contains(SteadyKinds, kind):
 			err = add(line, &c.Steady)
+		case kind == "step_round":
+			err = add(line, &c.SteadyRounds)
 		case kind == "build_error":
 			err = add(line, &c.BuildErrors)
 		case kind == "crosscheck":

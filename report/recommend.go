@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
 // Recommendation is one conclusion drawn from the figures, with the rows it
@@ -131,8 +133,9 @@ func (r *Report) Recommendations() []Recommendation {
 			sort.SliceStable(ss, func(i, j int) bool { return ss[i].MedianMs < ss[j].MedianMs })
 			f, n, slow := ss[0], ss[1], ss[len(ss)-1]
 			w := win{ref: cs, budget: b, arms: []string{f.Arm}}
+			samples := coldSamples(c)
 			for _, s := range ss[1:] {
-				if alike(f, s) {
+				if r.alikeCold(samples, f, s) {
 					w.arms = append(w.arms, s.Arm)
 				}
 			}
@@ -141,10 +144,20 @@ func (r *Report) Recommendations() []Recommendation {
 			ct.add(cs+" "+f.Arm+"/"+b, f.Doubt())
 			ct.add(cs+" "+n.Arm+"/"+b, n.Doubt())
 			var text string
-			if alike(f, n) {
-				text = fmt.Sprintf("Under %s, %s and %s start alike (%s vs %s ms median, within 10%% and ranges overlap)", b, f.Arm, n.Arm, ms(f.MedianMs), ms(n.MedianMs))
-			} else {
-				text = fmt.Sprintf("Under %s, %s starts fastest, %.1f× faster than %s (%s vs %s ms median)", b, f.Arm, n.MedianMs/f.MedianMs, n.Arm, ms(f.MedianMs), ms(n.MedianMs))
+			xf, xn := samples[[2]string{f.Arm, b}], samples[[2]string{n.Arm, b}]
+			switch {
+			case len(xf) == 0 || len(xn) == 0:
+				// No raw samples: medians only, no test, no ranking.
+				text = fmt.Sprintf("Under %s, %s and %s cannot be told apart: the file holds no samples to test (%s vs %s ms median)", b, f.Arm, n.Arm, ms(f.MedianMs), ms(n.MedianMs))
+			case r.alikeCold(samples, f, n):
+				cr := r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", f.Arm, n.Arm, xf, xn, stats.LessIsFaster)
+				text = fmt.Sprintf("Under %s, no difference detected that is worth acting on between %s and %s (%s vs %s ms median; %s/%s %s, p=%s, n=%d+%d); "+
+					"detecting a %.0f%% difference at this spread would take about %s runs per arm",
+					b, f.Arm, n.Arm, ms(f.MedianMs), ms(n.MedianMs), f.Arm, n.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, 100*r.minEffect(), runsText(cr.RunsToDetect))
+			default:
+				cr := r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", f.Arm, n.Arm, xf, xn, stats.LessIsFaster)
+				text = fmt.Sprintf("Under %s, %s starts fastest, %.2f× faster than %s (%s vs %s ms median; %s/%s %s, p=%s, n=%d+%d)",
+					b, f.Arm, 1 / *cr.Ratio, n.Arm, ms(f.MedianMs), ms(n.MedianMs), f.Arm, n.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB)
 			}
 			dcf, df, okf := r.densityFor(f.Arm, b)
 			dcn, dn, okn := r.densityFor(n.Arm, b)
@@ -351,14 +364,21 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 				ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, a, g.budget, g.proto, sh), byArm[a][sh].Doubt())
 			}
 		}
-		if !metered {
-			// No CPU figures to compare; throughput below still is.
-		} else if ratio := geo(w, cpu) / geo(b, cpu); ratio < SameWithin {
-			out = append(out, ct.rec("Under %s over %s, the arms spend the same server CPU per call within %.0f%% (%s: %s µs, %s: %s µs; geometric mean over %s)",
-				g.budget, g.proto, 100*(SameWithin-1), b, us(geo(b, cpu)), w, us(geo(w, cpu)), strings.Join(names, "; ")))
-		} else {
-			out = append(out, ct.rec("Under %s over %s, %s spends the least server CPU per call: %s µs against %s µs for %s (%.2f×, geometric mean over %s)",
-				g.budget, g.proto, b, us(geo(b, cpu)), us(geo(w, cpu)), w, ratio, strings.Join(names, "; ")))
+		if metered {
+			sh := common[0]
+			bb, ww := byArm[b][sh], byArm[w][sh]
+			cr, tested := r.steadyTest(c, bb, ww, "server_cpu_us_per_call")
+			switch {
+			case !tested:
+				out = append(out, ct.rec("Under %s over %s, %s: %s spends %s µs server CPU per call at %s, %s %s µs",
+					g.budget, g.proto, oneWindow, b, us(bb.ServerCPUUsPerCall), sh, w, us(ww.ServerCPUUsPerCall)))
+			case cr.Actionable:
+				out = append(out, ct.rec("Under %s over %s, %s spends the least server CPU per call at %s: %s µs against %s µs for %s (%s/%s %s, p=%s, %d+%d rounds)",
+					g.budget, g.proto, b, sh, numText(cr.MedianA), numText(cr.MedianB), w, b, w, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB))
+			default:
+				out = append(out, ct.rec("Under %s over %s, no difference detected worth acting on in server CPU per call at %s between %s and %s (%s vs %s µs; %s/%s %s, p=%s, %d+%d rounds); detecting a %.0f%% difference would take about %s rounds",
+					g.budget, g.proto, sh, b, w, numText(cr.MedianA), numText(cr.MedianB), b, w, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, 100*r.minEffect(), runsText(cr.RunsToDetect)))
+			}
 		}
 
 		// Throughput: the common closed-loop step with the most calls in flight.
@@ -379,12 +399,17 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 			var ct cite
 			ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, hi.Arm, g.budget, g.proto, top), hi.Doubt())
 			ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, lo.Arm, g.budget, g.proto, top), lo.Doubt())
-			if ratio := hi.CallsPerS / lo.CallsPerS; ratio < SameWithin {
-				out = append(out, ct.rec("Under %s over %s at %d calls in flight, the arms serve the same within %.0f%% (%s: %.0f calls/s, %s: %.0f calls/s)",
-					g.budget, g.proto, top.conc, 100*(SameWithin-1), hi.Arm, hi.CallsPerS, lo.Arm, lo.CallsPerS))
-			} else {
-				out = append(out, ct.rec("Under %s over %s at %d calls in flight, %s serves the most: %.0f calls/s against %.0f for %s (%.2f×), p99 %s vs %s µs",
-					g.budget, g.proto, top.conc, hi.Arm, hi.CallsPerS, lo.CallsPerS, lo.Arm, ratio, us(hi.P99Us), us(lo.P99Us)))
+			cr, tested := r.steadyTest(c, hi, lo, "calls_per_s")
+			switch {
+			case !tested:
+				out = append(out, ct.rec("Under %s over %s at %d calls in flight, %s: %s %.0f calls/s, %s %.0f calls/s",
+					g.budget, g.proto, top.conc, oneWindow, hi.Arm, hi.CallsPerS, lo.Arm, lo.CallsPerS))
+			case cr.Actionable:
+				out = append(out, ct.rec("Under %s over %s at %d calls in flight, %s serves the most: %s calls/s against %s for %s (%s/%s %s, p=%s, %d+%d rounds), p99 %s vs %s µs",
+					g.budget, g.proto, top.conc, hi.Arm, numText(cr.MedianA), numText(cr.MedianB), lo.Arm, hi.Arm, lo.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, us(hi.P99Us), us(lo.P99Us)))
+			default:
+				out = append(out, ct.rec("Under %s over %s at %d calls in flight, no difference detected worth acting on between %s and %s (%s vs %s calls/s; %s/%s %s, p=%s, %d+%d rounds); detecting a %.0f%% difference would take about %s rounds",
+					g.budget, g.proto, top.conc, hi.Arm, lo.Arm, numText(cr.MedianA), numText(cr.MedianB), hi.Arm, lo.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, 100*r.minEffect(), runsText(cr.RunsToDetect)))
 			}
 		}
 	}
@@ -485,8 +510,20 @@ func (r *Report) protocolRecs(c *Campaign, st string) []Recommendation {
 		if ratio < 1 {
 			faster, ratio = h.Protocol, 1/ratio
 		}
-		out = append(out, ct.rec("For %s under %s (%s), %s answers %.1f× sooner at p50: gRPC %s µs vs %s %s µs, at %s vs %s µs server CPU per call and %.0f vs %.0f calls/s",
-			g.Arm, g.Budget, shapeOf(g), faster, ratio, us(g.P50Us), h.Protocol, us(h.P50Us), us(g.ServerCPUUsPerCall), us(h.ServerCPUUsPerCall), g.CallsPerS, h.CallsPerS))
+		cr, tested := r.steadyTest(c, h, g, "p50_us")
+		figures := fmt.Sprintf("gRPC %s µs vs %s %s µs, at %s vs %s µs server CPU per call and %.0f vs %.0f calls/s",
+			us(g.P50Us), h.Protocol, us(h.P50Us), us(g.ServerCPUUsPerCall), us(h.ServerCPUUsPerCall), g.CallsPerS, h.CallsPerS)
+		switch {
+		case !tested:
+			out = append(out, ct.rec("For %s under %s (%s), %s answered %.1f× sooner at p50 in one window each (not tested; `steady run --rounds 5` can): %s",
+				g.Arm, g.Budget, shapeOf(g), faster, ratio, figures))
+		case cr.Actionable:
+			out = append(out, ct.rec("For %s under %s (%s), %s answers %.1f× sooner at p50 (%s/gRPC p50 %s, p=%s, %d+%d rounds): %s",
+				g.Arm, g.Budget, shapeOf(g), faster, ratio, h.Protocol, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, figures))
+		default:
+			out = append(out, ct.rec("For %s under %s (%s), no p50 difference detected worth acting on between gRPC and %s (%s/gRPC %s, p=%s, %d+%d rounds): %s",
+				g.Arm, g.Budget, shapeOf(g), h.Protocol, h.Protocol, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, figures))
+		}
 	}
 	return out
 }
@@ -519,20 +556,55 @@ func pairs(c *Campaign) [][2]SteadyRow {
 	return out
 }
 
-// alike: two cold-start rows whose medians are within 10% and whose
-// ranges overlap are not told apart.
-func alike(a, b Summary) bool {
-	lo, hi := a, b
-	if hi.MedianMs < lo.MedianMs {
-		lo, hi = hi, lo
+// alikeCold: two cold-start rows are not told apart unless the U test over
+// their samples finds a difference at the report's level that is at least
+// the minimum effect. Without samples nothing is told apart.
+func (r *Report) alikeCold(samples map[[2]string][]float64, a, b Summary) bool {
+	xa, xb := samples[[2]string{a.Arm, a.Budget}], samples[[2]string{b.Arm, b.Budget}]
+	if len(xa) == 0 || len(xb) == 0 {
+		return true
 	}
-	return hi.MedianMs < 1.1*lo.MedianMs && lo.MaxMs >= hi.MinMs
+	return !stats.Compare(xa, xb, r.confidence()).Actionable(r.minEffect())
 }
 
-// SameWithin: steady figures of two arms closer than this ratio are
-// reported as the same; a steady step is one measurement, without a range
-// to judge noise by.
-const SameWithin = 1.05
+func runsText(n int) string {
+	if n <= 0 {
+		return "an unknown number of"
+	}
+	return fmt.Sprint(n)
+}
+
+// oneWindow says why a steady campaign without rounds ranks nothing.
+const oneWindow = "each arm was measured in one window, so steady cannot tell the arms apart (not tested; `steady run --rounds 5` can)"
+
+// steadyTest compares two steady rows of one campaign on a metric over
+// their rounds; false when the campaign has no rounds for them.
+func (r *Report) steadyTest(c *Campaign, a, b SteadyRow, metric string) (ComparisonRow, bool) {
+	var xa, xb []SteadyRound
+	for _, s := range c.SteadyRounds {
+		switch {
+		case sameStep(s.SteadyRow, a):
+			xa = append(xa, s)
+		case sameStep(s.SteadyRow, b):
+			xb = append(xb, s)
+		}
+	}
+	for _, m := range steadyMetrics {
+		if m.name != metric {
+			continue
+		}
+		va, vb := roundValues(xa, m.get), roundValues(xb, m.get)
+		if len(va) == 0 || len(vb) == 0 {
+			return ComparisonRow{}, false
+		}
+		return r.compare("arms", c.Label, "", metric, a.Arm, b.Arm, va, vb, m.sense), true
+	}
+	return ComparisonRow{}, false
+}
+
+func sameStep(x, y SteadyRow) bool {
+	return x.Arm == y.Arm && x.Budget == y.Budget && x.Protocol == y.Protocol && shapeOf(x) == shapeOf(y)
+}
 
 func ms(v float64) string {
 	switch {

@@ -288,6 +288,9 @@ func swapArms(c *Campaign, a, b string) {
 	for i := range c.Steady {
 		sw(&c.Steady[i].Arm)
 	}
+	for i := range c.SteadyRounds {
+		sw(&c.SteadyRounds[i].Arm)
+	}
 }
 
 func recText(rs []Recommendation) string {
@@ -307,8 +310,8 @@ func TestRecommendationsFollowData(t *testing.T) {
 	}{
 		{
 			name: "cold start", file: "20261130-030000_coldstart", a: "default", b: "static",
-			before: []string{"Under cores=0.5, static starts fastest, 1.2× faster than default (15.8 vs 18.8 ms median)"},
-			after:  []string{"Under cores=0.5, default starts fastest, 1.2× faster than static (15.8 vs 18.8 ms median)"},
+			before: []string{"Under cores=0.5, static starts fastest, 1.18× faster than default (15.8 vs 18.8 ms median; static/default 0.846× [0.788, 0.966], p=0.028, n=8+8)"},
+			after:  []string{"Under cores=0.5, default starts fastest, 1.18× faster than static (15.8 vs 18.8 ms median; default/static 0.846× [0.788, 0.966], p=0.028, n=8+8)"},
 		},
 		{
 			name: "density", file: "20261130-031000_density", a: "static", b: "upx",
@@ -317,8 +320,8 @@ func TestRecommendationsFollowData(t *testing.T) {
 		},
 		{
 			name: "steady", file: "20261130-032000_steady", a: "default", b: "static",
-			before: []string{"Under cpus=0-1 over grpc, static spends the least server CPU per call: 59.4 µs against 62.9 µs for default"},
-			after:  []string{"Under cpus=0-1 over grpc, default spends the least server CPU per call: 59.4 µs against 62.9 µs for static"},
+			before: []string{"Under cpus=0-1 over grpc, static spends the least server CPU per call at sequential 8B c1: 110 µs against 118 µs for default (static/default 0.938× [0.901, 0.976], p=0.008, 5+5 rounds)"},
+			after:  []string{"Under cpus=0-1 over grpc, default spends the least server CPU per call at sequential 8B c1: 110 µs against 118 µs for static (default/static 0.938× [0.901, 0.976], p=0.008, 5+5 rounds)"},
 		},
 	}
 	for _, tt := range tests {

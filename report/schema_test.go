@@ -28,7 +28,9 @@ func TestSchemaMatchesProducers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file)+"/"+tt.typ, func(t *testing.T) {
 			if _, err := os.Stat(tt.file); err != nil {
-				t.Skipf("%s not there yet: %v", tt.file, err)
+				// A guard that skips when its source moves guards nothing:
+				// point it at the producer's new home.
+				t.Fatalf("%s.%s moved or was renamed (%v): update this test to read the producer from where it now lives", tt.file, tt.typ, err)
 			}
 			theirs, err := jsonKeys(tt.file, tt.typ)
 			if err != nil {

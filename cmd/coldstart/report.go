@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/report"
 )
 
@@ -32,12 +33,20 @@ type reportOptions struct {
 	Notes string
 	// Headline writes only the cold-start tables and the recommendations.
 	Headline bool
+	// Confidence is the level of intervals and 1 − the level of tests.
+	Confidence float64
+	// MinEffect is the smallest relative difference recommended on.
+	MinEffect float64
+	// Compare: the paths are campaigns to compare with each other; files
+	// of different schemas are an error rather than skipped.
+	Compare bool
 	// stderr gets the warnings about input lines not used.
 	stderr io.Writer
 }
 
 func newReportCmd(run func(context.Context, *reportOptions, io.Writer) error) *cobra.Command {
-	o := &reportOptions{Format: "markdown", PlotFormat: "svg", Title: "coldstart report"}
+	o := &reportOptions{Format: "markdown", PlotFormat: "svg", Title: "coldstart report",
+		Confidence: stats.DefaultConfidence, MinEffect: stats.DefaultMinEffect}
 	cmd := &cobra.Command{
 		Use:   "report [flags] [FILE.jsonl... | DIR...]",
 		Short: "Turn results files into a dated Markdown report with plots and recommendations, or benchstat text",
@@ -47,12 +56,17 @@ figures, each citing its rows; per campaign a table with a dated provenance line
 (doubted rows stay, marked †); SVG plots of the spawn→first-RPC CDF per arm, latency
 percentiles, and calls/s and CPU per call across budgets. -o benchstat writes the Go
 benchmark format instead, one line per cold start, so that benchstat old.txt new.txt
-compares two campaigns. Lines it cannot use (truncated, hand-edited, another schema) are
+compares two campaigns. Every comparison (two arms, two budgets, gRPC vs HTTP, two
+campaigns) states a/b with its interval, the Mann–Whitney p-value and a verdict (faster,
+slower, no difference detected); -o json writes them as rows. Recommendations rest only on
+differences that are significant and at least --min-effect. Lines it cannot use (truncated, hand-edited, another schema) are
 named file:line on stderr and in the report, and the rest is reported.`,
 		Example: `  coldstart report
   coldstart report --out PERFORMANCE.md --title Performance results/
   coldstart report --headline results/ > headline.md
-  coldstart report -o benchstat results/20261130-030000_coldstart.jsonl > new.txt`,
+  coldstart report -o benchstat results/20261130-030000_coldstart.jsonl > new.txt
+  coldstart report -o json --confidence 0.99 results/
+  coldstart report --compare results/20261130-035158_coldstart.jsonl results/20261201-050000_coldstart.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Paths = args
 			if len(o.Paths) == 0 {
@@ -66,19 +80,31 @@ named file:line on stderr and in the report, and the rest is reported.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Format, "output", "o", o.Format, "output format: markdown or benchstat")
+	f.StringVarP(&o.Format, "output", "o", o.Format, "output format: markdown, json (the comparisons) or benchstat")
 	f.StringVar(&o.Out, "out", "", "write to this file, atomically (\"\" = stdout)")
 	f.StringVar(&o.Plots, "plots", "", "directory for the plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
 	f.StringVar(&o.PlotFormat, "plot-format", o.PlotFormat, "image format of the plots: svg or png")
 	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown document")
 	f.StringVar(&o.Notes, "notes", "", "a Markdown file of the campaign's own notes (what you doubt, what you saw), placed before the recommendations (\"\" = none)")
 	f.BoolVar(&o.Headline, "headline", false, "write only the cold-start tables and the recommendations, for a README to quote (no plots)")
+	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of every interval, between 0 and 1 (tests are significant at 1 − this)")
+	f.Float64Var(&o.MinEffect, "min-effect", o.MinEffect, "smallest relative difference a recommendation acts on (0.05 = 5%)")
+	f.BoolVar(&o.Compare, "compare", false, "compare the campaigns given with each other; a file of another schema is an error, not skipped")
 	return cmd
 }
 
 func (o *reportOptions) validate() error {
+	if err := stats.CheckConfidence(o.Confidence); err != nil {
+		return fmt.Errorf("--confidence: %w", err)
+	}
+	if !(o.MinEffect >= 0 && o.MinEffect < 10) {
+		return fmt.Errorf("--min-effect: %v: want a relative difference such as 0.05 for 5%%", o.MinEffect)
+	}
+	if o.Compare && len(o.Paths) < 2 {
+		return fmt.Errorf("--compare: name at least two results files, got %d", len(o.Paths))
+	}
 	switch o.Format {
-	case "markdown":
+	case "markdown", "json":
 	case "benchstat":
 		if o.Plots != "" && o.Plots != "-" {
 			return fmt.Errorf("--plots: plots go with -o markdown, not -o benchstat")
@@ -87,7 +113,7 @@ func (o *reportOptions) validate() error {
 			return fmt.Errorf("--headline: goes with -o markdown, not -o benchstat")
 		}
 	default:
-		return fmt.Errorf("--output: unknown format %q (known: markdown, benchstat)", o.Format)
+		return fmt.Errorf("--output: unknown format %q (known: markdown, json, benchstat)", o.Format)
 	}
 	if o.PlotFormat != "svg" && o.PlotFormat != "png" {
 		return fmt.Errorf("--plot-format: unknown format %q (known: svg, png)", o.PlotFormat)
@@ -121,15 +147,22 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	r.Confidence, r.MinEffect = o.Confidence, o.MinEffect
 	for _, warn := range r.Warnings {
+		if o.Compare && warn.Schema != "" {
+			return fmt.Errorf("--compare %s: schema %q, want %q as the other campaigns: campaigns of different schemas cannot be compared", warn.File, warn.Schema, report.Schema)
+		}
 		fmt.Fprintf(o.stderr, "coldstart report: %s\n", warn)
 	}
 	if len(r.Campaigns) == 0 {
 		return fmt.Errorf("report %v: no results to report", o.Paths)
 	}
 	write := func(w io.Writer) error {
-		if o.Format == "benchstat" {
+		switch o.Format {
+		case "benchstat":
 			return r.Benchstat(w)
+		case "json":
+			return r.JSON(w)
 		}
 		if o.Headline {
 			return r.Headline(w)

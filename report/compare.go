@@ -1,0 +1,406 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
+
+// SteadyRound is one measured window of a steady step: `steady run
+// --rounds R` writes one per arm, budget, step and round ("step_round"),
+// beside the step row that holds the medians over rounds.
+type SteadyRound struct {
+	SteadyRow
+	Round int `json:"round"`
+}
+
+// ComparisonRow is one comparison the report makes: metric of a against
+// b, as the ratio a/b with its interval, the Mann–Whitney test's p-value
+// and a verdict. JSON keys are what `coldstart report -o json` writes.
+type ComparisonRow struct {
+	// Kind is what is compared: "arms", "budgets", "protocols" or
+	// "campaigns"; Campaign the results file(s) the samples come from.
+	Kind     string `json:"kind"`
+	Campaign string `json:"campaign"`
+	// Scope is what the two sides share ("budget=cpus=0",
+	// "arm=static budget=cpus=0 sequential 64B c1").
+	Scope string `json:"scope"`
+	// Metric names the figure with its unit ("first_rpc_ms").
+	Metric string `json:"metric"`
+	A      string `json:"a"`
+	B      string `json:"b"`
+	// MedianA and MedianB are the two samples' medians.
+	MedianA *float64 `json:"median_a"`
+	MedianB *float64 `json:"median_b"`
+	// Ratio is a over b (Hodges–Lehmann); null when undefined.
+	Ratio       *float64 `json:"ratio"`
+	RatioCILow  *float64 `json:"ratio_ci_low"`
+	RatioCIHigh *float64 `json:"ratio_ci_high"`
+	PValue      float64  `json:"p_value"`
+	// Verdict is faster, slower, lower, higher or "no difference
+	// detected", said of a against b.
+	Verdict string `json:"verdict"`
+	NA      int    `json:"n_a"`
+	NB      int    `json:"n_b"`
+	// Confidence is the intervals' level; MinEffect the smallest relative
+	// difference a recommendation acts on.
+	Confidence float64 `json:"confidence"`
+	MinEffect  float64 `json:"min_effect"`
+	// Actionable: significant and at least MinEffect in size.
+	Actionable bool `json:"actionable"`
+	// RunsToDetect estimates the runs per side needed to detect a
+	// MinEffect difference at this spread (0 = unknown).
+	RunsToDetect int `json:"runs_to_detect"`
+
+	cmp   stats.Comparison
+	sense stats.Sense
+}
+
+// confidence and minEffect are the report's settings, defaults filled.
+func (r *Report) confidence() float64 {
+	if r.Confidence == 0 {
+		return stats.DefaultConfidence
+	}
+	return r.Confidence
+}
+
+func (r *Report) minEffect() float64 {
+	if r.MinEffect == 0 {
+		return stats.DefaultMinEffect
+	}
+	return r.MinEffect
+}
+
+func fp(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// compare builds one row.
+func (r *Report) compare(kind, campaign, scope, metric, a, b string, xa, xb []float64, sense stats.Sense) ComparisonRow {
+	conf := r.confidence()
+	c := stats.Compare(xa, xb, conf)
+	row := ComparisonRow{
+		Kind: kind, Campaign: campaign, Scope: scope, Metric: metric, A: a, B: b,
+		MedianA: fp(stats.MedianCI(xa, conf).Value), MedianB: fp(stats.MedianCI(xb, conf).Value),
+		Ratio: fp(c.Ratio), RatioCILow: fp(c.RatioLow), RatioCIHigh: fp(c.RatioHigh),
+		PValue: c.P, Verdict: string(c.Verdict(sense)), NA: c.NA, NB: c.NB,
+		Confidence: conf, MinEffect: r.minEffect(), Actionable: c.Actionable(r.minEffect()),
+		RunsToDetect: stats.RunsToDetect(xa, xb, r.minEffect(), conf, 0.8),
+		cmp:          c, sense: sense,
+	}
+	return row
+}
+
+// coldSamples are a campaign's counted first-RPC times by arm and budget.
+func coldSamples(c *Campaign) map[[2]string][]float64 {
+	out := map[[2]string][]float64{}
+	for _, s := range c.Samples {
+		if s.Warmup || s.Error != "" || s.FirstRPCMs <= 0 {
+			continue
+		}
+		k := [2]string{s.Arm, s.Budget}
+		out[k] = append(out[k], s.FirstRPCMs)
+	}
+	return out
+}
+
+// Comparisons lists every comparison the report makes: within each
+// cold-start campaign every arm against the first under each budget, and
+// every budget against the first for each arm; within each density
+// campaign every arm's idle PSS against the first arm's; within each
+// steady campaign with rounds, every arm against the first on calls/s, p50
+// and server CPU per call, and each HTTP protocol against gRPC; and across
+// campaigns, each later campaign's arm and budget against the first one
+// holding it.
+func (r *Report) Comparisons() []ComparisonRow {
+	var out []ComparisonRow
+	type first struct {
+		label string
+		xs    []float64
+	}
+	firstSeen := map[[2]string]first{}
+	for _, c := range r.Campaigns {
+		samples := coldSamples(c)
+		if len(samples) == 0 {
+			continue
+		}
+		arms := budgetsOf(c.Samples, func(s Sample) string { return s.Arm })
+		budgets := budgetsOf(c.Samples, func(s Sample) string { return s.Budget })
+		for _, b := range budgets {
+			base := ""
+			for _, a := range arms {
+				xs := samples[[2]string{a, b}]
+				if len(xs) == 0 {
+					continue
+				}
+				if base == "" {
+					base = a
+					continue
+				}
+				out = append(out, r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, xs, samples[[2]string{base, b}], stats.LessIsFaster))
+			}
+		}
+		for _, a := range arms {
+			base := ""
+			for _, b := range budgets {
+				xs := samples[[2]string{a, b}]
+				if len(xs) == 0 {
+					continue
+				}
+				if base == "" {
+					base = b
+					continue
+				}
+				out = append(out, r.compare("budgets", c.Label, "arm="+a, "first_rpc_ms", b, base, xs, samples[[2]string{a, base}], stats.LessIsFaster))
+			}
+		}
+		for _, a := range arms {
+			for _, b := range budgets {
+				k := [2]string{a, b}
+				xs := samples[k]
+				if len(xs) == 0 {
+					continue
+				}
+				f, ok := firstSeen[k]
+				if !ok {
+					firstSeen[k] = first{c.Label, xs}
+					continue
+				}
+				out = append(out, r.compare("campaigns", f.label+" → "+c.Label, "arm="+a+" budget="+b, "first_rpc_ms", c.Label, f.label, xs, f.xs, stats.LessIsFaster))
+			}
+		}
+	}
+	for _, c := range r.Campaigns {
+		pss := map[[2]string][]float64{}
+		for _, s := range c.DensitySamples {
+			if s.PSSBytes > 0 {
+				k := [2]string{s.Arm, s.Budget}
+				pss[k] = append(pss[k], float64(s.PSSBytes))
+			}
+		}
+		for _, b := range budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Budget }) {
+			base := ""
+			for _, a := range budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Arm }) {
+				xs := pss[[2]string{a, b}]
+				if len(xs) == 0 {
+					continue
+				}
+				if base == "" {
+					base = a
+					continue
+				}
+				out = append(out, r.compare("arms", c.Label, "budget="+b, "idle_pss_bytes", a, base, xs, pss[[2]string{base, b}], stats.Neutral))
+			}
+		}
+	}
+	for _, c := range r.Campaigns {
+		out = append(out, r.steadyComparisons(c)...)
+	}
+	return out
+}
+
+// steadyMetrics are the steady figures compared round by round.
+var steadyMetrics = []struct {
+	name  string
+	get   func(SteadyRow) float64
+	sense stats.Sense
+}{
+	{"calls_per_s", func(s SteadyRow) float64 { return s.CallsPerS }, stats.MoreIsFaster},
+	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster},
+	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return s.ServerCPUUsPerCall }, stats.Neutral},
+}
+
+// roundValues are the per-round values of one metric, failed readings
+// (zero or less) left out.
+func roundValues(rs []SteadyRound, get func(SteadyRow) float64) []float64 {
+	var xs []float64
+	for _, r := range rs {
+		if v := get(r.SteadyRow); v > 0 && !math.IsNaN(v) {
+			xs = append(xs, v)
+		}
+	}
+	return xs
+}
+
+func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
+	if len(c.SteadyRounds) == 0 {
+		return nil
+	}
+	type key struct {
+		arm, budget, proto string
+		sh                 shape
+	}
+	groups := map[key][]SteadyRound{}
+	var keys []key
+	for _, s := range c.SteadyRounds {
+		k := key{s.Arm, s.Budget, s.Protocol, shapeOf(s.SteadyRow)}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	arms := budgetsOf(c.SteadyRounds, func(s SteadyRound) string { return s.Arm })
+	var out []ComparisonRow
+	// Arms against the first arm, per budget, protocol and step.
+	for _, k := range keys {
+		if k.arm != arms[0] {
+			continue
+		}
+		for _, a := range arms[1:] {
+			ka := k
+			ka.arm = a
+			if _, ok := groups[ka]; !ok {
+				continue
+			}
+			for _, m := range steadyMetrics {
+				xa, xb := roundValues(groups[ka], m.get), roundValues(groups[k], m.get)
+				if len(xa) == 0 || len(xb) == 0 {
+					continue
+				}
+				out = append(out, r.compare("arms", c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, xa, xb, m.sense))
+			}
+		}
+	}
+	// Each other protocol against gRPC, per arm, budget and step.
+	for _, k := range keys {
+		if k.proto != "grpc" {
+			continue
+		}
+		for _, h := range keys {
+			if h.proto == "grpc" || h.arm != k.arm || h.budget != k.budget || h.sh.scenario != k.sh.scenario ||
+				h.sh.payload != k.sh.payload || h.sh.conc != k.sh.conc {
+				continue
+			}
+			for _, m := range steadyMetrics {
+				xa, xb := roundValues(groups[h], m.get), roundValues(groups[k], m.get)
+				if len(xa) == 0 || len(xb) == 0 {
+					continue
+				}
+				out = append(out, r.compare("protocols", c.Label, fmt.Sprintf("arm=%s budget=%s %s", k.arm, k.budget, k.sh), m.name, h.proto, "grpc", xa, xb, m.sense))
+			}
+		}
+	}
+	// Budgets against the first, per arm, protocol and step.
+	budgets := budgetsOf(c.SteadyRounds, func(s SteadyRound) string { return s.Budget })
+	for _, k := range keys {
+		if k.budget != budgets[0] {
+			continue
+		}
+		for _, b := range budgets[1:] {
+			kb := k
+			kb.budget = b
+			if _, ok := groups[kb]; !ok {
+				continue
+			}
+			for _, m := range steadyMetrics[:1] {
+				xa, xb := roundValues(groups[kb], m.get), roundValues(groups[k], m.get)
+				if len(xa) == 0 || len(xb) == 0 {
+					continue
+				}
+				out = append(out, r.compare("budgets", c.Label, fmt.Sprintf("arm=%s %s %s", k.arm, k.proto, k.sh), m.name, b, k.budget, xa, xb, m.sense))
+			}
+		}
+	}
+	return out
+}
+
+// JSON writes the comparisons as a JSON array of ComparisonRow.
+func (r *Report) JSON(w io.Writer) error {
+	rows := r.Comparisons()
+	if rows == nil {
+		rows = []ComparisonRow{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
+
+// ratioText renders "0.86× [0.82, 0.91]".
+func ratioText(c ComparisonRow) string {
+	if c.Ratio == nil {
+		return "–"
+	}
+	lo, hi := "−∞", "∞"
+	if c.RatioCILow != nil {
+		lo = fmt.Sprintf("%.3f", *c.RatioCILow)
+	}
+	if c.RatioCIHigh != nil {
+		hi = fmt.Sprintf("%.3f", *c.RatioCIHigh)
+	}
+	return fmt.Sprintf("%.3f× [%s, %s]", *c.Ratio, lo, hi)
+}
+
+func numText(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return ms(*v)
+}
+
+// comparisonTable writes the comparisons of one campaign (or across
+// campaigns, for label "").
+func (r *Report) comparisonTable(m *mdw, rows []ComparisonRow) {
+	var out [][]string
+	for _, c := range rows {
+		v := c.Verdict
+		if c.Verdict != string(stats.NoDifference) && !c.Actionable {
+			v += fmt.Sprintf(" (< %.0f%%)", 100*c.MinEffect)
+		}
+		need := ""
+		if c.RunsToDetect > 0 && !c.Actionable {
+			need = fmt.Sprint(c.RunsToDetect)
+		}
+		out = append(out, []string{c.Scope, c.Metric, c.A, c.B, numText(c.MedianA), numText(c.MedianB), ratioText(c),
+			pText(c.PValue), v, fmt.Sprintf("%d+%d", c.NA, c.NB), need})
+	}
+	m.table([]string{"scope", "metric", "a", "b", "median a", "median b", fmt.Sprintf("a/b [%.0f%% CI]", 100*r.confidence()),
+		"p", "verdict (a vs b)", "n", fmt.Sprintf("runs to detect %.0f%%", 100*r.minEffect())}, out)
+}
+
+// comparisonsSection writes every comparison, grouped by campaign.
+func (r *Report) comparisonsSection(m *mdw) {
+	rows := r.Comparisons()
+	if len(rows) == 0 {
+		return
+	}
+	m.p("## Comparisons\n\n")
+	m.p("Each row tests a against b (two-sided Mann–Whitney U test over the counted runs, or over steady rounds) and estimates a/b "+
+		"with its %.0f%% interval (Hodges–Lehmann, inverting the same test). A verdict other than \"%s\" needs p < %.2f; "+
+		"recommendations act only on those at least %.0f%% in size. \"runs to detect\" estimates the runs per side needed to detect a %.0f%% "+
+		"difference at the spread seen (80%% power).\n\n",
+		100*r.confidence(), stats.NoDifference, 1-r.confidence(), 100*r.minEffect(), 100*r.minEffect())
+	var labels []string
+	by := map[string][]ComparisonRow{}
+	for _, c := range rows {
+		if _, ok := by[c.Campaign]; !ok {
+			labels = append(labels, c.Campaign)
+		}
+		by[c.Campaign] = append(by[c.Campaign], c)
+	}
+	for _, l := range labels {
+		m.p("### %s\n\n", l)
+		rs := by[l]
+		sort.SliceStable(rs, func(i, j int) bool { return kindOrder(rs[i].Kind) < kindOrder(rs[j].Kind) })
+		r.comparisonTable(m, rs)
+	}
+}
+
+func kindOrder(k string) int {
+	return strings.Index("arms budgets protocols campaigns", k)
+}
+
+// pText renders a p-value: three decimals, or "<0.001".
+func pText(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
