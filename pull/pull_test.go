@@ -1,0 +1,350 @@
+package pull
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/coldstart-go/coldstart/internal/testservers"
+)
+
+func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
+
+func TestParseBandwidth(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Bandwidth
+		wantErr string
+	}{
+		{in: "10Mbit", want: 10_000_000},
+		{in: "100mbit", want: 100_000_000},
+		{in: "1Gbit", want: 1_000_000_000},
+		{in: "2.5Gbit/s", want: 2_500_000_000},
+		{in: "500kbit", want: 500_000},
+		{in: "max", want: Max},
+		{in: "0", wantErr: "want a number and a unit"},
+		{in: "0Mbit", wantErr: "more than 0"},
+		{in: "-5Mbit", wantErr: "more than 0"},
+		{in: "fastMbit", wantErr: "want a number and a unit"},
+		{in: "10MB", wantErr: "want a number and a unit"},
+		{in: "1bit", wantErr: "below 8kbit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseBandwidth(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseBandwidth(%q) = %v, %v; want error containing %q", tt.in, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseBandwidth(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+			if back, err := ParseBandwidth(got.String()); err != nil || back != got {
+				t.Errorf("ParseBandwidth(%q.String() = %q) = %v, %v", tt.in, got.String(), back, err)
+			}
+		})
+	}
+}
+
+func TestParseLists(t *testing.T) {
+	if got, err := ParseCompressions("gzip, zstd,gzip"); err != nil || len(got) != 2 {
+		t.Errorf("ParseCompressions = %v, %v; want [gzip zstd]", got, err)
+	}
+	if _, err := ParseCompressions("gzip,lz4"); err == nil || !strings.Contains(err.Error(), `unknown compression "lz4" (known: gzip, zstd)`) {
+		t.Errorf("ParseCompressions(lz4) error = %v", err)
+	}
+	if _, err := ParseLayerings("single,triple"); err == nil || !strings.Contains(err.Error(), `"triple"`) {
+		t.Errorf("ParseLayerings(triple) error = %v", err)
+	}
+	if _, err := ParseBandwidths(""); err == nil {
+		t.Error("ParseBandwidths(\"\") = nil error")
+	}
+}
+
+func TestRegistryPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	r, err := StartRegistry(port)
+	if err == nil {
+		r.Close()
+		t.Fatalf("StartRegistry(%d) on a taken port: no error", port)
+	}
+	if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), fmt.Sprint(port)) {
+		t.Errorf("StartRegistry(%d) = %v; want ErrPortInUse naming the port", port, err)
+	}
+}
+
+// TestBandwidthCap pulls an incompressible layer sized for about 0.8 s at
+// two caps in one run. The token bucket guarantees the upper bound; a busy
+// machine could only slow a transfer, so the check on the lower side is
+// the ratio of the two measured rates, which shared slowness cancels.
+func TestBandwidthCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: transfers take seconds")
+	}
+	ctx := context.Background()
+	reg, err := StartRegistry(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	caps := []Bandwidth{10_000_000, 40_000_000}
+	measured := map[Bandwidth]float64{}
+	for _, bw := range caps {
+		size := int64(bw.BytesPerSecond() * 0.8)
+		img, err := random.Image(size, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := Variant{Arm: "random-" + bw.String(), Compression: Gzip, Layering: Single}
+		ref, err := reg.Push(ctx, v, 1, img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := NewNode(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg.SetBandwidth(bw)
+		p, err := node.Pull(ctx, ref)
+		reg.SetBandwidth(Max)
+		node.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rate := float64(p.LayerBytes) * 8 / p.Layers.Seconds()
+		measured[bw] = rate
+		t.Logf("cap %s: %d bytes in %v = %.2f Mbit/s (%.3f of the cap)", bw, p.LayerBytes, p.Layers, rate/1e6, rate/float64(bw))
+		if rate > 1.1*float64(bw) {
+			t.Errorf("cap %s: measured %.2f Mbit/s, more than 10%% over the cap", bw, rate/1e6)
+		}
+	}
+	ratio := measured[caps[1]] / measured[caps[0]]
+	want := float64(caps[1]) / float64(caps[0])
+	if ratio < 0.9*want || ratio > 1.1*want {
+		t.Errorf("measured rate at %s / at %s = %.2f, want %.0f ± 10%%", caps[1], caps[0], ratio, want)
+	}
+}
+
+func TestUnpackLayerStaysInside(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries []tar.Header
+		wantErr string
+		want    []string // files that must exist, relative to dir
+	}{
+		{name: "dotdot is cleaned into dir", entries: []tar.Header{{Name: "../../escape", Typeflag: tar.TypeReg, Mode: 0o644}}, want: []string{"escape"}},
+		{name: "through own symlink", entries: []tar.Header{
+			{Name: "out", Typeflag: tar.TypeSymlink, Linkname: "/tmp"},
+			{Name: "out/x", Typeflag: tar.TypeReg, Mode: 0o644},
+		}, wantErr: "through symlink"},
+		{name: "hard link through symlink", entries: []tar.Header{
+			{Name: "out", Typeflag: tar.TypeSymlink, Linkname: "/etc"},
+			{Name: "pw", Typeflag: tar.TypeLink, Linkname: "out/passwd"},
+		}, wantErr: "through symlink"},
+		{name: "whiteout removes", entries: []tar.Header{
+			{Name: "a/b", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: "a/c", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: "a/.wh.b", Typeflag: tar.TypeReg},
+		}, want: []string{"a/c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tw := tar.NewWriter(&buf)
+			for _, h := range tt.entries {
+				if err := tw.WriteHeader(&h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tw.Close()
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "root")
+			os.Mkdir(dir, 0o755)
+			_, err := unpackLayer(context.Background(), &buf, dir)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("unpackLayer = %v, want error containing %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tt.want {
+				if _, err := os.Lstat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("%s missing: %v", f, err)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "a", "b")); err == nil && tt.name == "whiteout removes" {
+				t.Error("a/b survived its whiteout")
+			}
+			ents, _ := os.ReadDir(parent)
+			if len(ents) != 1 {
+				t.Errorf("unpack wrote outside its dir: %v", ents)
+			}
+		})
+	}
+}
+
+// countEntries counts what is in dir (nodes left behind).
+func countEntries(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func refused(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return true
+}
+
+// TestRunSampleServer runs a small campaign on the real sample server: two
+// compressions, both layerings, two bandwidths, started after each pull.
+func TestRunSampleServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the sample server and pulls for seconds")
+	}
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	work := t.TempDir()
+	port := freePort(t)
+	before := countEntries(t, work)
+	var recorded int
+	rows, err := Run(context.Background(), Config{
+		Binaries:     []Binary{{Arm: "static", Path: bin}},
+		Compressions: []Compression{Gzip, Zstd},
+		Layerings:    []Layering{Single, Split},
+		Bandwidths:   []Bandwidth{Max, 200_000_000},
+		Port:         port,
+		WorkDir:      work,
+		Starter:      ProcessStarter{},
+		Record:       func(Row) error { recorded++; return nil },
+		Progress:     t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 4 * 2 * 2; len(rows) != want || recorded != want {
+		t.Fatalf("Run gave %d rows (%d recorded), want %d", len(rows), recorded, want)
+	}
+	if after := countEntries(t, work); after != before {
+		t.Errorf("work dir holds %d entries after the run, %d before", after, before)
+	}
+	if !refused(port) {
+		t.Errorf("registry still answers on port %d after Run", port)
+	}
+	second := map[Layering]Row{}
+	for _, r := range rows {
+		if r.WireBytes < r.LayerBytes || r.LayerBytes <= 0 {
+			t.Errorf("%s deploy %d: wire_bytes %d < layer_bytes %d", r.Variant, r.Deploy, r.WireBytes, r.LayerBytes)
+		}
+		if r.Deploy == 1 {
+			if r.LayersReused != 0 || r.ColdStartMs <= 0 || r.WarmStartMs <= 0 || r.NodeToFirstRPCMs <= r.ImageReadyMs {
+				t.Errorf("%s deploy 1: %+v", r.Variant, r)
+			}
+			if r.ResidentAfter == nil || r.ResidentAfter.Resident >= r.ResidentBefore.Resident {
+				t.Errorf("%s: eviction left %v of %v resident pages", r.Variant, r.ResidentAfter, r.ResidentBefore)
+			}
+		}
+		if r.Deploy == 2 && r.Compression == Gzip && r.Bandwidth == "max" {
+			second[r.Layering] = r
+		}
+	}
+	// A second deploy of the split image fetches only the binary's layer:
+	// fewer bytes than the single-layer image, which fetches all of it.
+	if s, o := second[Split], second[Single]; s.LayersReused != 1 || s.LayersPulled != 1 || o.LayersPulled != 1 || s.LayerBytes >= o.LayerBytes {
+		t.Errorf("second deploy: split %+v, single %+v; want split to reuse its base layer and fetch fewer bytes", s, o)
+	}
+	sums := Summarize(rows)
+	if len(sums) != 16 {
+		t.Errorf("Summarize: %d summaries, want 16", len(sums))
+	}
+	if be := BreakEvens(sums); len(be) != 4 { // gzip vs zstd, per layering and bandwidth
+		t.Errorf("BreakEvens: %d, want 4: %+v", len(be), be)
+	}
+}
+
+// TestRunInterrupted cancels a slow pull: Run returns the context's error,
+// with the registry stopped and nothing left in the work dir.
+func TestRunInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	work := t.TempDir()
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := Run(ctx, Config{
+		Binaries:     []Binary{{Arm: "static", Path: bin}},
+		Compressions: []Compression{Gzip},
+		Layerings:    []Layering{Single},
+		Bandwidths:   []Bandwidth{8_000_000}, // ~1 MB/s: the pull takes seconds
+		Port:         port,
+		WorkDir:      work,
+		Progress: func(format string, args ...any) {
+			if strings.HasPrefix(format, "pull: image") {
+				time.AfterFunc(300*time.Millisecond, cancel)
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run interrupted = %v, want context.Canceled", err)
+	}
+	if n := countEntries(t, work); n != 0 {
+		t.Errorf("work dir holds %d entries after an interrupted run", n)
+	}
+	if !refused(port) {
+		t.Errorf("registry still answers on port %d after an interrupted Run", port)
+	}
+}
+
+func TestBreakEven(t *testing.T) {
+	static := Summary{Variant: Variant{Arm: "static"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 6e6, ImageReadyMs: 5000, ColdStartMs: 40, WarmStartMs: 10}
+	upx := Summary{Variant: Variant{Arm: "upx"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 2e6, ImageReadyMs: 1700, ColdStartMs: 100, WarmStartMs: 80}
+	e := breakEven(static, upx)
+	// gain 5040-1800 = 3240 ms, penalty 70 ms per later start.
+	if e.Small.Arm != "upx" || !e.SmallWinsBelow || e.Always != "" || math.Abs(e.Starts-(1+3240.0/70)) > 1e-9 {
+		t.Errorf("breakEven = %+v, want upx winning below %.2f starts", e, 1+3240.0/70)
+	}
+	fast := upx
+	fast.ImageReadyMs = 6000
+	if e := breakEven(static, fast); e.Always != "other" || e.Small.Arm != "upx" {
+		t.Errorf("breakEven(slower and larger first start) = %+v, want other always", e)
+	}
+	fast.ImageReadyMs, fast.WarmStartMs = 100, 5
+	if e := breakEven(static, fast); e.Always != "small" {
+		t.Errorf("breakEven(faster everywhere) = %+v, want small always", e)
+	}
+}

@@ -1,0 +1,271 @@
+// Package pull measures what an image costs a node before the server's
+// process starts: it serves each arm's image from a registry on 127.0.0.1
+// with the node's link speed capped in the serving path, pulls it as a node
+// does (manifest, config, then the layers the node lacks), unpacks the
+// layers into a root filesystem, and starts the server from there, so that
+// "node without the image → first RPC" is one figure. From those figures it
+// derives, for each pair of images, how many starts one pull must serve
+// before the smaller image stops paying.
+package pull
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/pagecache"
+)
+
+// Starter starts the server binary bin (inside an unpacked root filesystem)
+// once, waits for its first RPC, stops it, and returns the time from spawn
+// to first RPC.
+type Starter interface {
+	Start(ctx context.Context, arm, bin string) (time.Duration, error)
+}
+
+// Config is one pull campaign.
+type Config struct {
+	Binaries     []Binary
+	Compressions []Compression
+	Layerings    []Layering
+	Bandwidths   []Bandwidth
+	// Iterations is how many times each variant is pulled at each
+	// bandwidth (0 = 1).
+	Iterations int
+	// Port is the registry's port on 127.0.0.1 (0 = any free port).
+	Port int
+	// WorkDir holds the nodes' directories ("" = the system temp dir).
+	WorkDir string
+	// Starter starts the server after each pull (nil = pull and unpack
+	// only; the start columns stay zero).
+	Starter Starter
+	// Record gets each row as it is measured (nil = none).
+	Record func(Row) error
+	// Progress gets one line per step (nil = quiet).
+	Progress func(format string, args ...any)
+}
+
+// Row is one pull of one variant at one bandwidth.
+type Row struct {
+	Variant
+	// Deploy is 1 for a node without the image, 2 for a node holding
+	// deploy 1 when the next build (a changed binary) arrives.
+	Deploy int `json:"deploy"`
+	// Bandwidth is the cap as given ("max" = none); BandwidthBits is it in
+	// bits per second (0 = none).
+	Bandwidth     string `json:"bandwidth"`
+	BandwidthBits int64  `json:"bandwidth_bits_per_second"`
+	Iteration     int    `json:"iteration"`
+	// ImageBytes is all layers, compressed; LayerBytes the layers this pull
+	// fetched; WireBytes every response body byte the registry sent for
+	// it (manifest and config included).
+	ImageBytes   int64 `json:"image_bytes"`
+	LayerBytes   int64 `json:"layer_bytes"`
+	WireBytes    int64 `json:"wire_bytes"`
+	LayersPulled int   `json:"layers_pulled"`
+	LayersReused int   `json:"layers_reused"`
+	// ManifestMs: manifest and config; LayersMs: the layers' bytes; PullMs
+	// both; UnpackMs: decompress and untar; ImageReadyMs: PullMs+UnpackMs.
+	ManifestMs   float64 `json:"manifest_ms"`
+	LayersMs     float64 `json:"layers_ms"`
+	PullMs       float64 `json:"pull_ms"`
+	UnpackMs     float64 `json:"unpack_ms"`
+	ImageReadyMs float64 `json:"image_ready_ms"`
+	// UnpackedBytes is the file bytes the unpack wrote.
+	UnpackedBytes int64 `json:"unpacked_bytes"`
+	// MeasuredBits is LayerBytes over LayersMs, in bits per second: what
+	// the cap let through.
+	MeasuredBits float64 `json:"measured_bits_per_second"`
+	// AfterPullStartMs is spawn to first RPC right after the unpack (the
+	// files still in the page cache the unpack wrote); ColdStartMs the same
+	// after the root filesystem was evicted from the page cache (as after
+	// memory pressure: the first start's worst case); WarmStartMs a
+	// third start, everything cached (what later starts on the node cost).
+	// Zero on deploy 2 rows and without a Starter.
+	AfterPullStartMs float64 `json:"after_pull_start_ms,omitempty"`
+	ColdStartMs      float64 `json:"cold_start_ms,omitempty"`
+	WarmStartMs      float64 `json:"warm_start_ms,omitempty"`
+	// ResidentBefore and ResidentAfter count the root filesystem's pages
+	// in the page cache before and after the eviction for the cold start.
+	ResidentBefore *pagecache.Pages `json:"resident_before,omitempty"`
+	ResidentAfter  *pagecache.Pages `json:"resident_after,omitempty"`
+	// NodeToFirstRPCMs is ImageReadyMs + ColdStartMs: a node without the
+	// image to the first answered RPC (deploy 1 with a Starter only).
+	NodeToFirstRPCMs float64 `json:"node_to_first_rpc_ms,omitempty"`
+}
+
+type image struct {
+	v      Variant
+	bin    Binary
+	refs   [3]string // by deploy
+	size   [3]int64
+	digest [3]v1.Hash
+}
+
+// Run builds every variant's image for two deploys, serves them from a
+// registry it starts, and pulls each at each bandwidth, Iterations times,
+// variants interleaved (their order rotates each round). It returns the
+// rows measured (also when interrupted: then with ctx's error). The
+// registry is stopped and every node directory removed before it returns.
+func Run(ctx context.Context, c Config) (rows []Row, err error) {
+	if c.Iterations <= 0 {
+		c.Iterations = 1
+	}
+	progress := c.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	reg, err := StartRegistry(c.Port)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := reg.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	var imgs []*image
+	for _, b := range c.Binaries {
+		for _, comp := range c.Compressions {
+			for _, lay := range c.Layerings {
+				im := &image{v: Variant{Arm: b.Arm, Compression: comp, Layering: lay}, bin: b}
+				for d := 1; d <= 2; d++ {
+					img, err := BuildVariant(b, im.v, d)
+					if err != nil {
+						return nil, err
+					}
+					if im.refs[d], err = reg.Push(ctx, im.v, d, img); err != nil {
+						return nil, err
+					}
+					sizes, err := LayerSizes(img)
+					if err != nil {
+						return nil, fmt.Errorf("image %s: %w", im.v, err)
+					}
+					for _, s := range sizes {
+						im.size[d] += s
+					}
+					if im.digest[d], err = img.Digest(); err != nil {
+						return nil, fmt.Errorf("image %s: %w", im.v, err)
+					}
+				}
+				progress("pull: image %s: %d bytes (deploy 2: %s)", im.v, im.size[1], im.refs[2])
+				imgs = append(imgs, im)
+			}
+		}
+	}
+	for it := 1; it <= c.Iterations; it++ {
+		for _, bw := range c.Bandwidths {
+			for k := range imgs {
+				im := imgs[(k+it-1)%len(imgs)]
+				rs, err := c.pullOne(ctx, reg, im, bw, it)
+				for _, r := range rs {
+					rows = append(rows, r)
+					if c.Record != nil {
+						if rerr := c.Record(r); rerr != nil {
+							return rows, rerr
+						}
+					}
+				}
+				if err != nil {
+					return rows, err
+				}
+				if len(rs) > 0 {
+					r := rs[0]
+					progress("pull: %s at %s: %d wire bytes, pull %.0f ms, unpack %.1f ms, cold start %.1f ms", im.v, bw, r.WireBytes, r.PullMs, r.UnpackMs, r.ColdStartMs)
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+// pullOne pulls deploy 1 of im into a fresh node, starts it, then pulls
+// deploy 2 into the same node; the node is removed afterwards.
+func (c Config) pullOne(ctx context.Context, reg *Registry, im *image, bw Bandwidth, it int) (rows []Row, err error) {
+	node, err := NewNode(c.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := node.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	reg.SetBandwidth(bw)
+	defer reg.SetBandwidth(Max)
+	for d := 1; d <= 2; d++ {
+		r := Row{Variant: im.v, Deploy: d, Bandwidth: bw.String(), BandwidthBits: int64(bw), Iteration: it, ImageBytes: im.size[d]}
+		before := reg.Served()
+		p, err := node.Pull(ctx, im.refs[d])
+		if err != nil {
+			return rows, err
+		}
+		r.WireBytes = reg.Served() - before
+		var only []v1.Hash
+		if d > 1 {
+			only = p.New
+		}
+		u, err := node.Unpack(ctx, p.Digest, only)
+		if err != nil {
+			return rows, err
+		}
+		r.LayerBytes, r.LayersPulled, r.LayersReused = p.LayerBytes, p.LayersPulled, p.LayersReused
+		r.ManifestMs, r.LayersMs = ms(p.Manifest), ms(p.Layers)
+		r.PullMs = r.ManifestMs + r.LayersMs
+		r.UnpackMs, r.UnpackedBytes = ms(u.Duration), u.Bytes
+		r.ImageReadyMs = r.PullMs + r.UnpackMs
+		if p.Layers > 0 {
+			r.MeasuredBits = float64(p.LayerBytes) * 8 / p.Layers.Seconds()
+		}
+		if d == 1 && c.Starter != nil {
+			if err := c.starts(ctx, &r, u.Rootfs); err != nil {
+				return rows, err
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// starts fills r's start columns: right after the unpack, after evicting
+// the root filesystem, and once more warm.
+func (c Config) starts(ctx context.Context, r *Row, rootfs string) error {
+	bin := filepath.Join(rootfs, filepath.Base(builds.ImageEntrypoint))
+	d, err := c.Starter.Start(ctx, r.Arm, bin)
+	if err != nil {
+		return fmt.Errorf("start %s after pull: %w", r.Variant, err)
+	}
+	r.AfterPullStartMs = ms(d)
+	files, err := pagecache.Tree(rootfs)
+	if err != nil {
+		return err
+	}
+	before, err := pagecache.Resident(files...)
+	if err != nil {
+		return err
+	}
+	if err := pagecache.Evict(files...); err != nil {
+		return err
+	}
+	after, err := pagecache.Resident(files...)
+	if err != nil {
+		return err
+	}
+	r.ResidentBefore, r.ResidentAfter = &before, &after
+	if d, err = c.Starter.Start(ctx, r.Arm, bin); err != nil {
+		return fmt.Errorf("start %s with a cold page cache: %w", r.Variant, err)
+	}
+	r.ColdStartMs = ms(d)
+	if d, err = c.Starter.Start(ctx, r.Arm, bin); err != nil {
+		return fmt.Errorf("start %s warm: %w", r.Variant, err)
+	}
+	r.WarmStartMs = ms(d)
+	r.NodeToFirstRPCMs = r.ImageReadyMs + r.ColdStartMs
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
