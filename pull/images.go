@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/compression"
