@@ -115,11 +115,55 @@ type BreakEven struct {
 	Always string `json:"always_wins,omitempty"`
 }
 
+// Starts are one arm's start figures pooled over every deploy-1 row (all
+// compressions, layerings and bandwidths: the unpacked files are the same,
+// so only the binary decides), medians in milliseconds.
+type Starts struct {
+	Arm         string  `json:"arm"`
+	N           int     `json:"n"`
+	AfterPullMs float64 `json:"after_pull_start_ms"`
+	ColdMs      float64 `json:"cold_start_ms"`
+	WarmMs      float64 `json:"warm_start_ms"`
+}
+
+// ArmStarts pools the start figures of rows per arm (rows without starts
+// are left out).
+func ArmStarts(rows []Row) map[string]Starts {
+	by := map[string][]Row{}
+	for _, r := range rows {
+		if r.Deploy == 1 && r.ColdStartMs > 0 {
+			by[r.Arm] = append(by[r.Arm], r)
+		}
+	}
+	out := map[string]Starts{}
+	for arm, g := range by {
+		col := func(f func(Row) float64) float64 {
+			xs := make([]float64, len(g))
+			for i, r := range g {
+				xs[i] = f(r)
+			}
+			return median(xs)
+		}
+		out[arm] = Starts{
+			Arm: arm, N: len(g),
+			AfterPullMs: col(func(r Row) float64 { return r.AfterPullStartMs }),
+			ColdMs:      col(func(r Row) float64 { return r.ColdStartMs }),
+			WarmMs:      col(func(r Row) float64 { return r.WarmStartMs }),
+		}
+	}
+	return out
+}
+
 // BreakEvens compares, at each bandwidth on a node without the image
 // (deploy 1): each pair of arms with the same compression and layering
 // (upx vs static), and each pair of compressions for the same arm and
-// layering (gzip vs zstd). Summaries without start figures are skipped.
-func BreakEvens(sums []Summary) []BreakEven {
+// layering (gzip vs zstd). The image's cost is each variant's median
+// image_ready_ms; the start figures are the arm's pooled ones (ArmStarts),
+// so two images of one binary differ in their image cost alone. Variants
+// without start figures are skipped.
+func BreakEvens(rows []Row) []BreakEven {
+	sums := Summarize(rows)
+	starts := ArmStarts(rows)
 	var out []BreakEven
 	for i, a := range sums {
 		for _, b := range sums[i+1:] {
@@ -128,24 +172,26 @@ func BreakEvens(sums []Summary) []BreakEven {
 			}
 			armPair := a.Arm != b.Arm && a.Compression == b.Compression
 			compPair := a.Arm == b.Arm && a.Compression != b.Compression
-			if !armPair && !compPair || a.ColdStartMs == 0 || b.ColdStartMs == 0 {
+			sa, oka := starts[a.Arm]
+			sb, okb := starts[b.Arm]
+			if !armPair && !compPair || !oka || !okb {
 				continue
 			}
-			out = append(out, breakEven(a, b))
+			out = append(out, breakEven(a, b, sa, sb))
 		}
 	}
 	return out
 }
 
-func breakEven(a, b Summary) BreakEven {
+func breakEven(a, b Summary, sa, sb Starts) BreakEven {
 	if b.ImageBytes < a.ImageBytes {
-		a, b = b, a
+		a, b, sa, sb = b, a, sb, sa
 	}
 	e := BreakEven{
 		Bandwidth: a.Bandwidth, BandwidthBits: a.BandwidthBits, Small: a.Variant, Other: b.Variant,
 		SmallBytes: a.ImageBytes, OtherBytes: b.ImageBytes,
-		SmallFirstMs: a.ImageReadyMs + a.ColdStartMs, OtherFirstMs: b.ImageReadyMs + b.ColdStartMs,
-		SmallWarmMs: a.WarmStartMs, OtherWarmMs: b.WarmStartMs,
+		SmallFirstMs: a.ImageReadyMs + sa.ColdMs, OtherFirstMs: b.ImageReadyMs + sb.ColdMs,
+		SmallWarmMs: sa.WarmMs, OtherWarmMs: sb.WarmMs,
 	}
 	// cost(n) = first + (n-1)·warm; equal where
 	// (n-1)·(smallWarm-otherWarm) = otherFirst - smallFirst.

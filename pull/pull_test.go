@@ -290,7 +290,7 @@ func TestRunSampleServer(t *testing.T) {
 	if len(sums) != 16 {
 		t.Errorf("Summarize: %d summaries, want 16", len(sums))
 	}
-	if be := BreakEvens(sums); len(be) != 4 { // gzip vs zstd, per layering and bandwidth
+	if be := BreakEvens(rows); len(be) != 4 { // gzip vs zstd, per layering and bandwidth
 		t.Errorf("BreakEvens: %d, want 4: %+v", len(be), be)
 	}
 }
@@ -331,20 +331,23 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func TestBreakEven(t *testing.T) {
-	static := Summary{Variant: Variant{Arm: "static"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 6e6, ImageReadyMs: 5000, ColdStartMs: 40, WarmStartMs: 10}
-	upx := Summary{Variant: Variant{Arm: "upx"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 2e6, ImageReadyMs: 1700, ColdStartMs: 100, WarmStartMs: 80}
-	e := breakEven(static, upx)
+	static := Summary{Variant: Variant{Arm: "static"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 6e6, ImageReadyMs: 5000}
+	upx := Summary{Variant: Variant{Arm: "upx"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 2e6, ImageReadyMs: 1700}
+	ss := Starts{Arm: "static", ColdMs: 40, WarmMs: 10}
+	su := Starts{Arm: "upx", ColdMs: 100, WarmMs: 80}
+	e := breakEven(static, upx, ss, su)
 	// gain 5040-1800 = 3240 ms, penalty 70 ms per later start.
 	if e.Small.Arm != "upx" || !e.SmallWinsBelow || e.Always != "" || math.Abs(e.Starts-(1+3240.0/70)) > 1e-9 {
 		t.Errorf("breakEven = %+v, want upx winning below %.2f starts", e, 1+3240.0/70)
 	}
-	fast := upx
-	fast.ImageReadyMs = 6000
-	if e := breakEven(static, fast); e.Always != "other" || e.Small.Arm != "upx" {
+	slow := upx
+	slow.ImageReadyMs = 6000
+	if e := breakEven(static, slow, ss, su); e.Always != "other" || e.Small.Arm != "upx" {
 		t.Errorf("breakEven(slower and larger first start) = %+v, want other always", e)
 	}
-	fast.ImageReadyMs, fast.WarmStartMs = 100, 5
-	if e := breakEven(static, fast); e.Always != "small" {
+	fast := su
+	fast.WarmMs = 5
+	if e := breakEven(static, upx, ss, fast); e.Always != "small" {
 		t.Errorf("breakEven(faster everywhere) = %+v, want small always", e)
 	}
 }

@@ -36,7 +36,10 @@ type Config struct {
 	// Iterations is how many times each variant is pulled at each
 	// bandwidth (0 = 1).
 	Iterations int
-	// Port is the registry's port on 127.0.0.1 (0 = any free port).
+	// Registry serves the images (nil = Run starts one on 127.0.0.1:Port
+	// and stops it before it returns; a caller's stays running).
+	Registry *Registry
+	// Port is the port of the registry Run starts (0 = any free port).
 	Port int
 	// WorkDir holds the nodes' directories ("" = the system temp dir).
 	WorkDir string
@@ -106,11 +109,12 @@ type image struct {
 	digest [3]v1.Hash
 }
 
-// Run builds every variant's image for two deploys, serves them from a
-// registry it starts, and pulls each at each bandwidth, Iterations times,
+// Run builds every variant's image for two deploys, serves them from the
+// registry, and pulls each at each bandwidth, Iterations times,
 // variants interleaved (their order rotates each round). It returns the
-// rows measured (also when interrupted: then with ctx's error). The
-// registry is stopped and every node directory removed before it returns.
+// rows measured (also when interrupted: then with ctx's error). Every node
+// directory is removed, and a registry Run started is stopped, before it
+// returns.
 func Run(ctx context.Context, c Config) (rows []Row, err error) {
 	if c.Iterations <= 0 {
 		c.Iterations = 1
@@ -119,15 +123,17 @@ func Run(ctx context.Context, c Config) (rows []Row, err error) {
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	reg, err := StartRegistry(c.Port)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := reg.Close(); err == nil {
-			err = cerr
+	reg := c.Registry
+	if reg == nil {
+		if reg, err = StartRegistry(c.Port); err != nil {
+			return nil, err
 		}
-	}()
+		defer func() {
+			if cerr := reg.Close(); err == nil {
+				err = cerr
+			}
+		}()
+	}
 	var imgs []*image
 	for _, b := range c.Binaries {
 		for _, comp := range c.Compressions {

@@ -70,6 +70,17 @@ func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
 				return out, err
 			}
 		}
+		if len(c.Pull) > 0 {
+			ps, err := pullPlots(c)
+			if err != nil {
+				return out, err
+			}
+			for _, pp := range ps {
+				if err := save(pp.p, c, pp.name, pp.name, pp.title+" ("+c.Label+")"); err != nil {
+					return out, err
+				}
+			}
+		}
 		if len(c.Steady) > 0 {
 			ps, err := steadyPlots(c)
 			if err != nil {

@@ -114,6 +114,8 @@ type Campaign struct {
 	// Crosscheck compares coldstart's prober with an independent one
 	// (bench/crosscheck).
 	Crosscheck []CrosscheckRow
+	// Pull are image pulls (`coldstart pull`, report/pull.go).
+	Pull []PullRow
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -281,6 +283,8 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.BuildErrors)
 		case kind == "crosscheck":
 			err = add(line, &c.Crosscheck)
+		case kind == PullKind:
+			err = add(line, &c.Pull)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue

@@ -262,7 +262,7 @@ func (r *Report) Recommendations() []Recommendation {
 	for _, c := range r.Campaigns {
 		out = append(out, r.steadyRecs(c)...)
 	}
-	return out
+	return append(out, r.pullRecs()...)
 }
 
 type shape struct {

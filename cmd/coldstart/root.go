@@ -20,6 +20,7 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newDensityCmd(runDensity),
 		newDeployCmd(runDeploy),
 		newReportCmd(runReport),
+		newPullCmd(runPull),
 	)
 	return root
 }

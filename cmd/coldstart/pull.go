@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/pull"
+	"github.com/coldstart-go/coldstart/report"
+)
+
+// pullOptions are coldstart pull's flags.
+type pullOptions struct {
+	Pkg          string
+	Bin          string
+	Arms         string
+	UPXLevel     string
+	Compression  string
+	Bandwidth    string
+	Layers       string
+	Runs         int
+	RegistryPort int
+	Probe        string
+	Timeout      time.Duration
+	ServerArgs   []string
+	Output       render.Format
+	ResultsDir   string
+	Verbose      bool
+	Quiet        bool
+
+	extraPositional []string
+}
+
+func newPullCmd(run func(context.Context, *pullOptions, io.Writer) error) *cobra.Command {
+	o := &pullOptions{
+		Arms: "static,upx", UPXLevel: "default", Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
+		Layers: "single,split", Runs: 3, Probe: "health", Timeout: 30 * time.Second,
+		Output: render.Table, ResultsDir: "results",
+	}
+	cmd := &cobra.Command{
+		Use:   "pull [flags] [PKG] [-- SERVER ARGS...]",
+		Short: "Time what an image costs a node before the server starts: pull at a capped bandwidth, unpack, first RPC",
+		Long: `pull builds each arm of PKG (default: the bundled sample server), wraps each binary in
+images (one per compression and layering), serves them from a registry it starts on
+127.0.0.1 with the node's link capped by a token bucket on every response body, and at
+each --bandwidth pulls each image into an empty node as a node does (manifest, config,
+layers, digests verified), unpacks it, and starts the server from the unpacked tree: right
+after the unpack, with its files evicted from the page cache, and warm. A second deploy (a
+rebuilt binary) is pulled into the same node to show what split layers save. It prints
+medians per image and bandwidth, then the break-even starts per pull for each pair of
+images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes.`,
+		Example: `  coldstart pull
+  coldstart pull --arms static,upx --bandwidth 10Mbit,100Mbit --compression zstd -n 5
+  coldstart pull --bin ./myserver --arms static,upx --layers split -- --listen={addr}`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := cmd.ArgsLenAtDash(); n >= 0 {
+				o.ServerArgs = args[n:]
+				args = args[:n]
+			}
+			if len(args) > 0 {
+				o.Pkg = args[0]
+			}
+			o.extraPositional = args
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Arms, "arms", o.Arms, "binary arms to put in images, comma-separated (known: default, static, upx, pgo)")
+	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
+	f.StringVar(&o.UPXLevel, "upx-level", o.UPXLevel, "upx arm compression: default, best or lzma")
+	f.StringVar(&o.Compression, "compression", o.Compression, "layer compressions, comma-separated: gzip, zstd")
+	f.StringVar(&o.Bandwidth, "bandwidth", o.Bandwidth, "node link speeds, comma-separated: a number and kbit, Mbit or Gbit (bits per second), or max (no cap)")
+	f.StringVar(&o.Layers, "layers", o.Layers, "image layerings, comma-separated: single (base files and binary in one layer) or split (base layer + binary layer)")
+	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "pulls per image and bandwidth")
+	f.IntVar(&o.RegistryPort, "registry-port", 0, "port of the local registry on 127.0.0.1 (0 = any free port)")
+	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one start after this long")
+	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
+	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every spawned command line to stderr")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+func (o *pullOptions) validate() error {
+	if len(o.extraPositional) > 1 {
+		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.extraPositional)
+	}
+	if o.Bin != "" && o.Pkg != "" {
+		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	}
+	arms, err := builds.ParseArms(o.Arms)
+	if err != nil {
+		return fmt.Errorf("--arms: %w", err)
+	}
+	for _, a := range arms {
+		if a == builds.ImageArm {
+			return fmt.Errorf("--arms: %q: pull makes the images itself; name the binary arms to put in them (default, static, upx, pgo)", a)
+		}
+	}
+	var level builds.UPXLevel
+	if err := level.Set(o.UPXLevel); err != nil {
+		return fmt.Errorf("--upx-level: %w", err)
+	}
+	if _, err := pull.ParseCompressions(o.Compression); err != nil {
+		return fmt.Errorf("--compression: %w", err)
+	}
+	if _, err := pull.ParseBandwidths(o.Bandwidth); err != nil {
+		return fmt.Errorf("--bandwidth: %w", err)
+	}
+	if _, err := pull.ParseLayerings(o.Layers); err != nil {
+		return fmt.Errorf("--layers: %w", err)
+	}
+	if o.Runs < 1 {
+		return fmt.Errorf("--runs: %d, want at least 1", o.Runs)
+	}
+	if o.RegistryPort < 0 || o.RegistryPort > 65535 {
+		return fmt.Errorf("--registry-port: %d, want 1..65535, or 0 for any free port", o.RegistryPort)
+	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
+	}
+	if _, err := prober.ParseTemplate(o.ServerArgs); err != nil {
+		return err
+	}
+	if _, err := prober.ParseProbe(o.Probe, ""); err != nil {
+		return fmt.Errorf("--probe: %w", err)
+	}
+	return nil
+}
+
+// runPull builds the arms, runs the pull campaign, records every pull, and
+// prints the medians, then the break-evens.
+func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
+	arms, _ := builds.ParseArms(o.Arms)
+	comps, _ := pull.ParseCompressions(o.Compression)
+	bws, _ := pull.ParseBandwidths(o.Bandwidth)
+	lays, _ := pull.ParseLayerings(o.Layers)
+	checker, _ := prober.ParseProbe(o.Probe, "")
+	var level builds.UPXLevel
+	_ = level.Set(o.UPXLevel)
+	var progress io.Writer
+	if !o.Quiet {
+		progress = os.Stderr
+	}
+	var logw io.Writer
+	if o.Verbose {
+		logw = os.Stderr
+	}
+
+	// The registry first: a port in use fails before minutes of building.
+	reg, err := pull.StartRegistry(o.RegistryPort)
+	if err != nil {
+		if errors.Is(err, pull.ErrPortInUse) {
+			return fmt.Errorf("--registry-port: %w (pick another, or 0 for any free port)", err)
+		}
+		return fmt.Errorf("--registry-port: %w", err)
+	}
+	defer reg.Close()
+	rf, err := resultfile.Create(o.ResultsDir, "pull", provenance.Collect("coldstart", os.Args))
+	if err != nil {
+		return err
+	}
+	src := builds.Source{Pkg: o.Pkg, Bin: o.Bin}
+	args := o.ServerArgs
+	if src.Pkg == "" && src.Bin == "" {
+		if src, err = builds.SampleSource(); err != nil {
+			return err
+		}
+		if args == nil {
+			args = []string{"--addr", "{addr}"}
+		}
+	}
+	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{UPXLevel: level, Progress: progress, Verbose: o.Verbose})
+	var bins []pull.Binary
+	var failed []error
+	for i, a := range arts {
+		if errs[i] != nil {
+			failed = append(failed, fmt.Errorf("%s arm: %w", arms[i], errs[i]))
+			if err := rf.Add("build_error", struct {
+				Error string `json:"error"`
+			}{errs[i].Error()}); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "coldstart: not measured: %v\n", failed[len(failed)-1])
+			continue
+		}
+		if err := rf.Add("artifact", a); err != nil {
+			return err
+		}
+		bins = append(bins, pull.Binary{Arm: arms[i], Path: a.Path})
+	}
+	if len(bins) == 0 {
+		return fmt.Errorf("no arm built: %w", errors.Join(failed...))
+	}
+	rows, err := pull.Run(ctx, pull.Config{
+		Binaries: bins, Compressions: comps, Layerings: lays, Bandwidths: bws,
+		Iterations: o.Runs, Registry: reg,
+		Starter: pull.ProcessStarter{Args: args, Checker: checker, Timeout: o.Timeout, Log: logw},
+		Record:  func(r pull.Row) error { return rf.Add(report.PullKind, r) },
+		Progress: func(format string, a ...any) {
+			if progress != nil {
+				fmt.Fprintf(progress, format+"\n", a...)
+			}
+		},
+	})
+	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	if err != nil {
+		return err
+	}
+	sums := pull.Summarize(rows)
+	if err := render.Write(w, o.Output, sums); err != nil {
+		return err
+	}
+	if o.Output == render.Table || o.Output == render.Markdown {
+		fmt.Fprintln(w)
+	}
+	if err := render.Write(w, o.Output, pull.BreakEvens(rows)); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("measured some arms only: %w", errors.Join(failed...))
+	}
+	return nil
+}

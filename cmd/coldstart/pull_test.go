@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/coldstart-go/coldstart/internal/render"
+)
+
+func TestPullFlags(t *testing.T) {
+	base := func(mod func(*pullOptions)) pullOptions {
+		o := pullOptions{
+			Arms: "static,upx", UPXLevel: "default", Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
+			Layers: "single,split", Runs: 3, Probe: "health", Timeout: 30 * time.Second, Output: render.Table, ResultsDir: "results",
+		}
+		if mod != nil {
+			mod(&o)
+		}
+		return o
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		want    pullOptions
+		wantErr string
+	}{
+		{name: "defaults", want: base(nil)},
+		{name: "lists and pkg", args: []string{"--bandwidth", "10Mbit,max", "--compression", "zstd", "--layers", "split", "-n", "5", "--registry-port", "5000", "./cmd/api", "--", "--listen={addr}"},
+			want: base(func(o *pullOptions) {
+				o.Bandwidth, o.Compression, o.Layers, o.Runs, o.RegistryPort, o.Pkg, o.ServerArgs = "10Mbit,max", "zstd", "split", 5, 5000, "./cmd/api", []string{"--listen={addr}"}
+			})},
+		{name: "unknown compression", args: []string{"--compression", "gzip,lz4"}, wantErr: `--compression: unknown compression "lz4" (known: gzip, zstd)`},
+		{name: "bandwidth zero", args: []string{"--bandwidth", "0Mbit"}, wantErr: `--bandwidth: bandwidth "0Mbit": must be more than 0 (use max for no cap)`},
+		{name: "bandwidth bare zero", args: []string{"--bandwidth", "0"}, wantErr: `--bandwidth: bandwidth "0": want a number and a unit`},
+		{name: "bandwidth unparseable", args: []string{"--bandwidth", "fast"}, wantErr: `--bandwidth: bandwidth "fast"`},
+		{name: "bandwidth empty", args: []string{"--bandwidth", ""}, wantErr: `--bandwidth: no bandwidth given`},
+		{name: "unknown layering", args: []string{"--layers", "many"}, wantErr: `--layers: unknown layering "many"`},
+		{name: "image arm", args: []string{"--arms", "static,image"}, wantErr: `--arms: "image": pull makes the images itself`},
+		{name: "unknown arm", args: []string{"--arms", "gcc"}, wantErr: `--arms: unknown arm "gcc"`},
+		{name: "port out of range", args: []string{"--registry-port", "70000"}, wantErr: "--registry-port: 70000, want 1..65535, or 0 for any free port"},
+		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := parseFlags(t, "pull", newPullCmd, tt.args, tt.wantErr)
+			if got == nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(pullOptions{})); diff != "" {
+				t.Errorf("pull %q options (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+// TestPullPortInUse: a registry port that is taken fails at once, naming
+// the flag, before anything is built or a results file is written.
+func TestPullPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	o := parseFlags(t, "pull", newPullCmd, []string{"--registry-port", fmt.Sprint(port), "--results-dir", dir}, "")
+	start := time.Now()
+	err = runPull(context.Background(), o, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--registry-port") || !strings.Contains(err.Error(), "port in use") || !strings.Contains(err.Error(), fmt.Sprint(port)) {
+		t.Fatalf("runPull on a taken port = %v, want an error naming --registry-port, the port and that it is in use", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("results dir holds %d files after a refused run", len(ents))
+	}
+	t.Logf("refused in %v", time.Since(start))
+}

@@ -1,0 +1,296 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+
+	"github.com/coldstart-go/coldstart/pull"
+)
+
+// PullRow is one image pull, as `coldstart pull` records it (kind "pull").
+type PullRow = pull.Row
+
+// PullKind is the record kind of pull rows.
+const PullKind = "pull"
+
+// CapTolerance is how far a capped link's measured rate may stray from the
+// cap (as a fraction) before the row is doubted.
+const CapTolerance = 0.10
+
+// PullMinRuns: a pull summary of fewer runs is doubted.
+const PullMinRuns = 3
+
+// pullDoubt says why a pull summary is doubted ("" = it is not).
+func pullDoubt(s pull.Summary) string {
+	var why []string
+	if s.N < PullMinRuns {
+		why = append(why, fmt.Sprintf("%d run(s)", s.N))
+	}
+	if s.BandwidthBits > 0 && s.CapRatio > 0 && math.Abs(s.CapRatio-1) > CapTolerance {
+		why = append(why, fmt.Sprintf("link ran at %.2f of its cap", s.CapRatio))
+	}
+	return strings.Join(why, "; ")
+}
+
+// pullSummaries are c's pull rows summarized (medians per variant, deploy
+// and bandwidth).
+func (c *Campaign) pullSummaries() []pull.Summary { return pull.Summarize(c.Pull) }
+
+func mb(b int64) string { return fmt.Sprintf("%.2f MB", float64(b)/1e6) }
+
+func (r *Report) pullRef(c *Campaign) string {
+	n, i := 0, 0
+	for _, x := range r.Campaigns {
+		if len(x.Pull) > 0 {
+			n++
+			if x == c {
+				i = n
+			}
+		}
+	}
+	if n <= 1 {
+		return "pull"
+	}
+	return fmt.Sprintf("pull#%d", i)
+}
+
+// pullSection writes, per pull campaign: the first-deploy table (pull,
+// unpack, first RPC per variant and bandwidth), the break-even table, and
+// what a second deploy pulls.
+func (r *Report) pullSection(m *mdw, plots func(*Campaign, string)) {
+	if !r.has(func(c *Campaign) bool { return len(c.Pull) > 0 }) {
+		return
+	}
+	m.p("## Image pull: node without the image → first RPC\n\n")
+	for _, c := range r.Campaigns {
+		if len(c.Pull) == 0 {
+			continue
+		}
+		sums := c.pullSummaries()
+		m.p("### %s — %s (%s)\n\n", r.pullRef(c), c.Label, where(c))
+		var rows [][]string
+		for _, s := range sums {
+			if s.Deploy != 1 {
+				continue
+			}
+			link := ""
+			if s.CapRatio > 0 {
+				link = fmt.Sprintf("%.2f", s.CapRatio)
+			}
+			rows = append(rows, []string{
+				s.Arm + dagger(pullDoubt(s)), string(s.Compression), string(s.Layering), s.Bandwidth, fmt.Sprint(s.N),
+				mb(s.ImageBytes), mb(s.WireBytes), ms(s.PullMs), ms(s.UnpackMs), ms(s.ImageReadyMs),
+				msOrEmpty(s.ColdStartMs), msOrEmpty(s.WarmStartMs), msOrEmpty(s.NodeToFirstRPCMs), link, pullDoubt(s),
+			})
+		}
+		m.table([]string{"arm", "compression", "layers", "bandwidth", "runs", "image", "wire", "pull ms", "unpack ms",
+			"image ready ms", "cold start ms", "warm start ms", "node → first RPC ms", "link/cap", "doubt"}, rows)
+		m.p("%s Medians. The registry runs in coldstart's process on 127.0.0.1 with the link cap as a token bucket on every "+
+			"response body; pull = manifest, config and the layers the node lacks, one after another, digests verified; "+
+			"unpack = decompress and untar; cold start = spawn → first RPC after the root filesystem was evicted from the "+
+			"page cache (fadvise DONTNEED); node → first RPC = image ready + cold start. link/cap = layer bytes over "+
+			"layer time, divided by the cap.\n\n", provenanceLine(c))
+		plots(c, "pull")
+
+		starts := pull.ArmStarts(c.Pull)
+		if len(starts) > 0 {
+			arms := make([]string, 0, len(starts))
+			for a := range starts {
+				arms = append(arms, a)
+			}
+			sort.Strings(arms)
+			var srows [][]string
+			for _, a := range arms {
+				st := starts[a]
+				srows = append(srows, []string{a, fmt.Sprint(st.N), ms(st.AfterPullMs), ms(st.ColdMs), ms(st.WarmMs)})
+			}
+			m.p("**Starts from the unpacked image**, pooled per arm over every image and bandwidth above (the files are the same): " +
+				"spawn → first RPC right after the unpack, after evicting the files from the page cache, and warm. " +
+				"The break-even uses these.\n\n")
+			m.table([]string{"arm", "starts", "after pull ms", "cold page cache ms", "warm ms"}, srows)
+		}
+
+		be := pull.BreakEvens(c.Pull)
+		if len(be) > 0 {
+			m.p("**Break-even: starts per pull** — the first start on a node costs the image and a cold start, each later " +
+				"one a warm start; below the break-even the image that is faster to the first RPC wins, above it the one " +
+				"with faster later starts.\n\n")
+			var brows [][]string
+			for _, e := range be {
+				brows = append(brows, []string{
+					e.Bandwidth, e.Small.String(), e.Other.String(), ms(e.SmallFirstMs), ms(e.OtherFirstMs),
+					ms(e.SmallWarmMs), ms(e.OtherWarmMs), breakEvenText(e),
+				})
+			}
+			m.table([]string{"bandwidth", "smaller image", "other", "first ms (smaller)", "first ms (other)",
+				"later ms (smaller)", "later ms (other)", "who wins"}, brows)
+		}
+
+		var srows [][]string
+		for _, s := range sums {
+			if s.Deploy != 2 {
+				continue
+			}
+			srows = append(srows, []string{
+				s.Arm, string(s.Compression), string(s.Layering), s.Bandwidth,
+				fmt.Sprintf("%d pulled, %d reused", s.LayersPulled, s.LayersReused), mb(s.WireBytes),
+				ms(s.PullMs), ms(s.UnpackMs),
+			})
+		}
+		if len(srows) > 0 {
+			m.p("**Second deploy** — the node holds deploy 1; deploy 2 has a rebuilt binary (a new binary layer digest), the same base files.\n\n")
+			m.table([]string{"arm", "compression", "layers", "bandwidth", "layers", "wire", "pull ms", "unpack ms"}, srows)
+		}
+		plots(c, "breakeven")
+	}
+}
+
+// breakEvenText says who wins when, in words.
+func breakEvenText(e pull.BreakEven) string {
+	small, other := e.Small.Arm, e.Other.Arm
+	if small == other {
+		small, other = string(e.Small.Compression), string(e.Other.Compression)
+	}
+	switch e.Always {
+	case "small":
+		return small + " at any number of starts"
+	case "other":
+		return other + " at any number of starts"
+	}
+	if e.SmallWinsBelow {
+		return fmt.Sprintf("%s below %.1f starts per pull, %s above", small, e.Starts, other)
+	}
+	return fmt.Sprintf("%s below %.1f starts per pull, %s above", other, e.Starts, small)
+}
+
+// pullRecs: for each pair of arms (same compression, single layer), at
+// which bandwidths and below how many starts per pull the smaller image
+// wins.
+func (r *Report) pullRecs() []Recommendation {
+	var out []Recommendation
+	for _, c := range r.Campaigns {
+		if len(c.Pull) == 0 {
+			continue
+		}
+		sums := c.pullSummaries()
+		doubt := map[string]string{}
+		for _, s := range sums {
+			doubt[s.Variant.String()+"@"+s.Bandwidth] = pullDoubt(s)
+		}
+		type pair struct{ small, other pull.Variant }
+		byPair := map[pair][]pull.BreakEven{}
+		var order []pair
+		for _, e := range pull.BreakEvens(c.Pull) {
+			if e.Small.Arm == e.Other.Arm || e.Small.Layering != pull.Single || e.BandwidthBits == 0 {
+				continue
+			}
+			k := pair{e.Small, e.Other}
+			if _, ok := byPair[k]; !ok {
+				order = append(order, k)
+			}
+			byPair[k] = append(byPair[k], e)
+		}
+		for _, k := range order {
+			es := byPair[k]
+			sort.Slice(es, func(i, j int) bool { return es[i].BandwidthBits < es[j].BandwidthBits })
+			var ct cite
+			var parts []string
+			for _, e := range es {
+				for _, v := range []pull.Variant{e.Small, e.Other} {
+					ref := r.pullRef(c) + " " + v.String() + "@" + e.Bandwidth
+					ct.add(ref, doubt[v.String()+"@"+e.Bandwidth])
+				}
+				parts = append(parts, e.Bandwidth+": "+breakEvenText(e))
+			}
+			out = append(out, ct.rec("Image pull, %s layers: on a node without the image, %s (%s, smaller) against %s — %s",
+				k.small.Compression, k.small.Arm, mb(es[0].SmallBytes), k.other.Arm, strings.Join(parts, "; ")))
+		}
+	}
+	return out
+}
+
+// pullPlots: node → first RPC against the link's speed per deploy-1
+// variant, and the break-even starts per pull against it per pair of arms.
+// Uncapped ("max") rows have no speed to plot and are left out.
+func pullPlots(c *Campaign) ([]namedPlot, error) {
+	sums := c.pullSummaries()
+	var out []namedPlot
+
+	p := plot.New()
+	p.X.Label.Text = "link, Mbit/s"
+	p.Y.Label.Text = "node without the image → first RPC, ms"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
+	lines := map[string]plotter.XYs{}
+	var names []string
+	for _, s := range sums {
+		if s.Deploy != 1 || s.BandwidthBits == 0 || s.NodeToFirstRPCMs <= 0 {
+			continue
+		}
+		n := s.Variant.String()
+		if _, ok := lines[n]; !ok {
+			names = append(names, n)
+		}
+		lines[n] = append(lines[n], plotter.XY{X: float64(s.BandwidthBits) / 1e6, Y: s.NodeToFirstRPCMs})
+	}
+	if len(names) > 0 {
+		for i, n := range names {
+			xy := lines[n]
+			sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+			l, pts, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot pull: %w", err)
+			}
+			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+			l.Dashes = plotutil.Dashes(i)
+			pts.Shape = plotutil.Shape(i)
+			p.Add(l, pts)
+			p.Legend.Add(n, l, pts)
+		}
+		p.Add(plotter.NewGrid())
+		p.Legend.Top = true
+		out = append(out, namedPlot{p: p, name: "pull", title: "node without the image → first RPC"})
+	}
+
+	q := plot.New()
+	q.X.Label.Text = "link, Mbit/s"
+	q.Y.Label.Text = "break-even, starts per pull"
+	q.X.Scale, q.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	q.X.Tick.Marker, q.Y.Tick.Marker = logTicks{}, logTicks{}
+	bl := map[string]plotter.XYs{}
+	var bnames []string
+	for _, e := range pull.BreakEvens(c.Pull) {
+		if e.Small.Arm == e.Other.Arm || e.BandwidthBits == 0 || e.Always != "" || e.Starts <= 0 {
+			continue
+		}
+		n := e.Small.Arm + " vs " + e.Other.Arm + " (" + string(e.Small.Compression) + ", " + string(e.Small.Layering) + ")"
+		if _, ok := bl[n]; !ok {
+			bnames = append(bnames, n)
+		}
+		bl[n] = append(bl[n], plotter.XY{X: float64(e.BandwidthBits) / 1e6, Y: e.Starts})
+	}
+	if len(bnames) > 0 {
+		for i, n := range bnames {
+			xy := bl[n]
+			sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+			l, pts, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot break-even: %w", err)
+			}
+			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+			pts.Shape = plotutil.Shape(i)
+			q.Add(l, pts)
+			q.Legend.Add(n, l, pts)
+		}
+		q.Add(plotter.NewGrid())
+		q.Legend.Top = true
+		out = append(out, namedPlot{p: q, name: "breakeven", title: "starts per pull below which the smaller image wins"})
+	}
+	return out, nil
+}
