@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/containerd/cgroups/v3"
 )
 
 // Provenance is attached to every results file.
@@ -48,6 +50,7 @@ func Collect(tool string, args []string) Provenance {
 	}
 	p.CPUModel = cpuModel("/proc/cpuinfo")
 	p.MemBytes = memTotal("/proc/meminfo")
+	p.CgroupMode = cgroupMode()
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		p.ToolVersion = bi.Main.Version
 		for _, s := range bi.Settings {
@@ -65,6 +68,20 @@ func Collect(tool string, args []string) Provenance {
 		p.Commit = gitCommit()
 	}
 	return p
+}
+
+// cgroupMode names the host's cgroup layout as containerd's cgroups sees
+// it: v1, hybrid (v1 controllers beside an empty cgroup2), v2 or none.
+func cgroupMode() string {
+	switch cgroups.Mode() {
+	case cgroups.Legacy:
+		return "v1"
+	case cgroups.Hybrid:
+		return "hybrid"
+	case cgroups.Unified:
+		return "v2"
+	}
+	return "none"
 }
 
 // gitCommit asks git for the checkout's commit when the binary does not

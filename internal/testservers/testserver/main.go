@@ -5,7 +5,8 @@
 // servers that misbehave (exit at once, never become ready, never listen).
 //
 // Where it listens: -socket PATH (a Unix socket), else -listen-port N
-// (127.0.0.1:N), else 127.0.0.1:$PORT. Nothing else is read.
+// (127.0.0.1:N), else 127.0.0.1:$PORT. Nothing else is read. -start-delay D
+// sleeps D before listening: a server with a known extra start-up time.
 package main
 
 import (
@@ -41,6 +42,7 @@ type options struct {
 	message     string
 	exitCode    int
 	noReflect   bool
+	startDelay  time.Duration
 }
 
 func main() {
@@ -53,6 +55,7 @@ func main() {
 	flag.StringVar(&o.message, "message", "testserver: cannot start: configuration missing", "exit mode: the line printed to stderr")
 	flag.IntVar(&o.exitCode, "exit-code", 3, "exit mode: the exit status")
 	flag.BoolVar(&o.noReflect, "no-reflection", false, "grpc mode: do not register the reflection service")
+	flag.DurationVar(&o.startDelay, "start-delay", 0, "sleep this long before listening: a known extra start-up time (0 = none)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -74,6 +77,9 @@ func run(ctx context.Context, o options) error {
 	case "grpc", "http":
 	default:
 		return fmt.Errorf("-mode: unknown mode %q (known: grpc, http, exit, silent)", o.mode)
+	}
+	if o.startDelay > 0 {
+		time.Sleep(o.startDelay)
 	}
 	lis, err := listen(o)
 	if err != nil {
