@@ -52,6 +52,7 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 		m.p("\n")
 	}
 	r.comparisonsSection(m)
+	r.verdictSection(m)
 	plots := func(c *Campaign, kind string) {
 		for _, pl := range o.Plots {
 			if pl.Campaign == c.Label && pl.Kind == kind {

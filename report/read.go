@@ -109,6 +109,10 @@ type Campaign struct {
 	// SteadyRounds are the per-round windows behind Steady's rows
 	// (`steady run --rounds`); empty for a campaign without rounds.
 	SteadyRounds []SteadyRound
+	// Noise is what else the machine did, per window or sample batch.
+	Noise []NoiseRecord
+	// VerdictSummaries are bench/verdictcheck's experiments.
+	VerdictSummaries []VerdictSummary
 	// BuildErrors are the arms that did not build, and why.
 	BuildErrors []BuildError
 	// Crosscheck compares coldstart's prober with an independent one
@@ -279,6 +283,13 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Steady)
 		case kind == "step_round":
 			err = add(line, &c.SteadyRounds)
+		case kind == "noise":
+			err = add(line, &c.Noise)
+		case kind == "verdict_summary":
+			err = add(line, &c.VerdictSummaries)
+		case kind == "verdict_check":
+			// One small campaign's verdict: the summary carries what the
+			// report shows.
 		case kind == "build_error":
 			err = add(line, &c.BuildErrors)
 		case kind == "crosscheck":

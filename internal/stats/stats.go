@@ -297,3 +297,21 @@ func MinRunsForInterval(confidence float64) int {
 	}
 	return 200
 }
+
+// DetectableEffect is the inverse of RunsToDetect: the smallest relative
+// effect that n runs per side detect with the given power at the
+// confidence level, at the spread samples like a and b show (NaN when the
+// samples are too small to estimate a spread).
+func DetectableEffect(a, b []float64, n int, confidence, power float64) float64 {
+	if n <= 0 || len(a) < 3 || len(b) < 3 {
+		return math.NaN()
+	}
+	sa, sb := logMAD(a), logMAD(b)
+	if math.IsNaN(sa) || math.IsNaN(sb) {
+		return math.NaN()
+	}
+	sigma := math.Sqrt((sa*sa + sb*sb) / 2)
+	nd := stats.NormalDist{Mu: 0, Sigma: 1}
+	z := nd.InvCDF(1-(1-confidence)/2) + nd.InvCDF(power)
+	return math.Exp(z*sigma*math.Sqrt(2/(float64(n)*3/math.Pi))) - 1
+}

@@ -204,6 +204,9 @@ func TestRunsToDetect(t *testing.T) {
 	if n20 := RunsToDetect(a, b, 0.20, 0.95, 0.8); n20 >= n5 || n20 < minRuns(0.05) {
 		t.Errorf("RunsToDetect(20%%) = %d, want fewer than %d and at least %d", n20, n5, minRuns(0.05))
 	}
+	if e := DetectableEffect(a, b, n5, 0.95, 0.8); e < 0.045 || e > 0.05 {
+		t.Errorf("DetectableEffect(n=%d) = %v, want just under 0.05 (the inverse of RunsToDetect)", n5, e)
+	}
 	if got := RunsToDetect(a[:2], b, 0.05, 0.95, 0.8); got != 0 {
 		t.Errorf("RunsToDetect(2 values) = %d, want 0", got)
 	}

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/coldstart-go/coldstart/internal/noise"
+)
+
+// NoiseRecord is what else the machine did during one window of a
+// campaign ("noise" records): Scope names the window ("budget=cpus=0
+// round 3", "arm=static budget=max round 2").
+type NoiseRecord struct {
+	Scope string `json:"scope"`
+	noise.Window
+}
+
+// VerdictSummary is one experiment of bench/verdictcheck: many small
+// campaigns with a known truth, and how often the verdict found a
+// difference.
+type VerdictSummary struct {
+	Experiment     string   `json:"experiment"`
+	Truth          string   `json:"truth"`
+	Campaigns      int      `json:"campaigns"`
+	RunsPerArm     int      `json:"runs_per_arm"`
+	Confidence     float64  `json:"confidence"`
+	Detected       int      `json:"detected"`
+	DetectedRate   float64  `json:"detected_rate"`
+	TruthDiffMs    *float64 `json:"truth_diff_ms"`
+	TruthRatio     *float64 `json:"truth_ratio"`
+	DiffCovered    int      `json:"diff_covered"`
+	RatioCovered   int      `json:"ratio_covered"`
+	DetectableAtN  *float64 `json:"detectable_effect_at_runs"`
+	DetectableAt20 *float64 `json:"detectable_effect_at_20_runs"`
+	Load1Min       float64  `json:"load1_min"`
+	Load1Max       float64  `json:"load1_max"`
+	BusyWindows    int      `json:"busy_windows"`
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", 100**v)
+}
+
+// verdictSection shows the verdict checks: false positives of A/A
+// experiments, detection and coverage of known effects.
+func (r *Report) verdictSection(m *mdw) {
+	var rows [][]string
+	var files []string
+	for _, c := range r.Campaigns {
+		for _, v := range c.VerdictSummaries {
+			cover := "–"
+			if v.TruthDiffMs != nil {
+				cover = fmt.Sprintf("%d/%d (diff %.2f ms), %d/%d (ratio %.3f)", v.DiffCovered, v.Campaigns, *v.TruthDiffMs, v.RatioCovered, v.Campaigns, deref(v.TruthRatio))
+			}
+			rows = append(rows, []string{v.Experiment, v.Truth, fmt.Sprintf("%d × %d+%d", v.Campaigns, v.RunsPerArm, v.RunsPerArm),
+				fmt.Sprintf("%d/%d (%.0f%%)", v.Detected, v.Campaigns, 100*v.DetectedRate), cover, pct(v.DetectableAt20),
+				fmt.Sprintf("%.1f–%.1f", v.Load1Min, v.Load1Max), fmt.Sprintf("%d/%d", v.BusyWindows, v.Campaigns), "`" + filepath.Base(c.File) + "`"})
+			files = appendUnique(files, filepath.Base(c.File))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	m.p("## Verdict checks\n\n")
+	m.p("Small campaigns with a known truth (bench/verdictcheck), each judged as this report judges a comparison. "+
+		"For the same binary under two names, \"difference detected\" is a false positive; for a known effect it should be every campaign, "+
+		"and the intervals should cover the truth. \"busy\" counts campaigns during which other work kept more than %.2f CPUs busy.\n\n", noise.BusyOtherCPUs)
+	m.table([]string{"experiment", "truth", "campaigns × runs", "difference detected", "interval covers truth", "smallest effect detectable at 20 runs", "load average", "busy", "file"}, rows)
+}
+
+func deref(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
