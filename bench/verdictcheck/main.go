@@ -302,4 +302,3 @@ func f3(v float64) string {
 	}
 	return fmt.Sprintf("%.3f", v)
 }
-
