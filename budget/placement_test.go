@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coldstart-go/coldstart/internal/require"
 )
 
 // childEnv selects what the test binary does when a test starts it as the
@@ -424,7 +426,7 @@ func TestV2CloneInto(t *testing.T) {
 		mount = "/sys/fs/cgroup"
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		require.Skipf(t, require.Root, "needs root")
 	}
 	if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil {
 		t.Skipf("no cgroup2 at %s", mount)
@@ -578,7 +580,7 @@ func TestStartTwice(t *testing.T) {
 // the reason and what still works; a CPU set still works.
 func TestNotRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to an unprivileged user")
+		require.Skipf(t, require.Root, "needs root to switch to an unprivileged user")
 	}
 	// t.TempDir's directories are private to root; the copy must be
 	// reachable by the unprivileged user.

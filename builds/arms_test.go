@@ -22,6 +22,8 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/rtmetrics"
 	"github.com/coldstart-go/coldstart/prober"
+
+	"github.com/coldstart-go/coldstart/internal/require"
 )
 
 // testCache is shared by the tests that build the sample server, so each
@@ -80,7 +82,7 @@ func sampleBuilds(t *testing.T) ([]Artifact, []error) {
 		t.Skip("builds every arm of the sample server (~1 min cold); skipped in -short mode")
 	}
 	if _, err := exec.LookPath("upx"); err != nil {
-		t.Skip("upx not installed (sudo scripts/setup.sh)")
+		require.Skipf(t, require.UPX, "upx not installed (sudo scripts/setup.sh)")
 	}
 	sample.once.Do(func() {
 		var progress bytes.Buffer
@@ -373,7 +375,7 @@ func TestUPXMissing(t *testing.T) {
 
 func TestPrebuiltBinary(t *testing.T) {
 	if _, err := exec.LookPath("upx"); err != nil {
-		t.Skip("upx not installed (sudo scripts/setup.sh)")
+		require.Skipf(t, require.UPX, "upx not installed (sudo scripts/setup.sh)")
 	}
 	dir := tinyModule(t, nil)
 	o := Options{CacheDir: t.TempDir()}

@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/coldstart-go/coldstart/internal/require"
 )
 
 // Versions of the binaries; scripts/kube-testenv.sh builds the same ones
@@ -71,7 +73,7 @@ func Start(t testing.TB, crdPaths ...string) *Env {
 	t.Helper()
 	dir, err := AssetsDir()
 	if err != nil {
-		t.Skip(err)
+		require.Skipf(t, require.Kube, "%v", err)
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    dir,

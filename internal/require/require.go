@@ -1,0 +1,45 @@
+// Package require decides whether a test may skip for a missing real thing
+// (root, upx, runc, a Kubernetes test environment). Locally a missing thing
+// is a skip with the reason; where $COLDSTART_REQUIRE names it (CI sets
+// COLDSTART_REQUIRE=root,upx,runc,kube in .ci/run), the same condition is
+// a failure, so CI cannot pass by skipping what it installed.
+package require
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Env is the variable listing the required things, comma-separated.
+const Env = "COLDSTART_REQUIRE"
+
+// Things a test may require.
+const (
+	Root = "root"
+	UPX  = "upx"
+	Runc = "runc"
+	Kube = "kube"
+)
+
+// Required reports whether $COLDSTART_REQUIRE names what (or "all").
+func Required(what string) bool {
+	for _, w := range strings.Split(os.Getenv(Env), ",") {
+		if w = strings.TrimSpace(w); w == what || w == "all" {
+			return true
+		}
+	}
+	return false
+}
+
+// Skipf skips t for the missing thing what, or fails it when it is
+// required.
+func Skipf(t testing.TB, what, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required(what) {
+		t.Fatalf("%s (%s=%s requires %s, so this is a failure, not a skip)", msg, Env, os.Getenv(Env), what)
+	}
+	t.Skip(msg)
+}
