@@ -1,37 +1,104 @@
 #!/usr/bin/env bash
-# campaign.sh reproduces the published campaign (PERFORMANCE.md) on this
+# campaign.sh measures the published campaign (PERFORMANCE.md) on this
 # machine: the bundled sample server, every arm, budgets cpus=0, cpus=0-1 and
-# cores=0.5 (cores= needs root), cold start, density, steady state, and the
-# prober cross-check; then the report. About 15 minutes on 2 cores.
+# cores=0.5 (cores= needs root), cold start, density, steady state in
+# interleaved rounds, the prober cross-check and the verdict checks (A/A,
+# static vs upx, a known +2 ms); then PERFORMANCE.md and the README's sample
+# output, generated from exactly these files. About 30 minutes on 2 cores.
 #
-#   scripts/campaign.sh            # writes results/<ts>_*.jsonl and PERFORMANCE.md
-#   RUNS=5 CALLS=5000 scripts/campaign.sh   # a quick look
+# Publication is mechanical:
+#   - a tree with uncommitted changes is refused: every file comes from one
+#     clean commit, checked again after every step;
+#   - the tools are built once, from that commit, and every step runs them;
+#   - results/<ts>_manifest.json records the commit, each command line, the
+#     files written and the load before and after; docs/published.json is
+#     its copy that TestPublished (cmd/coldstart) regenerates PERFORMANCE.md
+#     and the README's generated blocks from, failing on drift.
+# Measure on a quiet machine: the manifest records the load, and every
+# results file records what else ran during each window.
+#
+#   scripts/campaign.sh                      # writes results/<ts>_*.jsonl, the manifest, PERFORMANCE.md
+#   RUNS=5 CALLS=5000 ROUNDS=3 CAMPAIGNS=5 scripts/campaign.sh   # a quick look
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-20}
 CALLS=${CALLS:-20000}
+ROUNDS=${ROUNDS:-5}
+CAMPAIGNS=${CAMPAIGNS:-20}
 BUDGETS=${BUDGETS:-cpus=0;cpus=0-1;cores=0.5}
 ARMS=${ARMS:-default,static,upx,pgo,image}
 
+clean() {
+	if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+		echo "campaign: the tree has uncommitted changes; a published campaign comes from one clean commit (commit or stash them):" >&2
+		git status --short --untracked-files=no >&2
+		exit 1
+	fi
+}
+clean
+commit=$(git rev-parse HEAD)
+same_commit() {
+	clean
+	if [ "$(git rev-parse HEAD)" != "$commit" ]; then
+		echo "campaign: HEAD moved from $commit during the campaign; start again" >&2
+		exit 1
+	fi
+}
+
 bash scripts/setup.sh
-go build -o bin/coldstart ./cmd/coldstart
-go build -o bin/steady ./cmd/steady
-
-# Each step writes into a fresh directory, so the report reads exactly this
-# campaign's files; they are then moved into results/.
+bin=$(mktemp -d)
 out=$(mktemp -d results/.campaign-XXXXXX)
-trap 'rm -rf "$out"' EXIT
+trap 'rm -rf "$bin" "$out"' EXIT
+for t in cmd/coldstart cmd/steady bench/crosscheck bench/verdictcheck; do
+	go build -o "$bin/$(basename "$t")" "./$t"
+done
 
-bin/coldstart run -n "$RUNS" --arms "$ARMS" --budget "$BUDGETS" --results-dir "$out"
-bin/coldstart density --instances 8 --arms "$ARMS" --results-dir "$out"
-bin/steady run --arms "$ARMS" --budget "$BUDGETS" --protocol grpc,http1 \
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cmds=()
+step() {
+	cmds+=("$*")
+	echo "+ $*" >&2
+	"$@"
+	same_commit
+}
+
+step "$bin/coldstart" run -n "$RUNS" --arms "$ARMS" --budget "$BUDGETS" --results-dir "$out"
+step "$bin/coldstart" density --instances 8 --arms "$ARMS" --results-dir "$out"
+step "$bin/steady" run --arms "$ARMS" --budget "$BUDGETS" --protocol grpc,http1 --rounds "$ROUNDS" \
 	--scenario sequential,throughput,stream --concurrency 1,32 --calls "$CALLS" --results-dir "$out"
-go run ./bench/crosscheck -n "$RUNS" -arms default,static,upx --results-dir "$out"
+step "$bin/crosscheck" -n "$RUNS" -arms default,static,upx --results-dir "$out"
+step "$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs 10 -experiments aa,upx,sleep --results-dir "$out"
 
-files=$(cd "$out" && ls *.jsonl | sed 's|^|results/|' | tr '\n' ' ')
+files=$(cd "$out" && ls *.jsonl | sed 's|^|results/|')
 mv "$out"/*.jsonl results/
-# docs/performance-notes.md holds what the people who ran the campaign doubt
-# and checked; rewrite it for a new campaign.
-bin/coldstart report --title Performance --notes docs/performance-notes.md --out PERFORMANCE.md --plots docs/img $files
-echo "campaign: $files -> PERFORMANCE.md" >&2
+ts=$(date -u +%Y%m%d-%H%M%S)
+manifest="results/${ts}_manifest.json"
+{
+	printf '{\n  "kind": "manifest",\n  "commit": "%s",\n  "started_at": "%s",\n  "finished_at": "%s",\n' \
+		"$commit" "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf '  "load_before": "%s",\n  "load_after": "%s",\n' "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '  "title": "Performance",\n  "notes": "docs/performance-notes.md",\n  "plots": "docs/img",\n'
+	printf '  "commands": [\n'
+	sep=""
+	for c in "${cmds[@]}"; do
+		printf '%s    "%s"' "$sep" "$(printf '%s' "${c//$bin\//}" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+		sep=$',\n'
+	done
+	printf '\n  ],\n  "files": [\n'
+	sep=""
+	for f in $files; do
+		printf '%s    "%s"' "$sep" "$f"
+		sep=$',\n'
+	done
+	printf '\n  ]\n}\n'
+} >"$manifest"
+cp "$manifest" docs/published.json
+
+# PERFORMANCE.md, its plots and the README's generated blocks, from the
+# files just written (docs/performance-notes.md holds what the people who
+# ran the campaign doubt and checked: rewrite it for a new campaign, citing
+# the results file of every figure).
+go test ./cmd/coldstart -run TestPublished -count=1 -update-published
+echo "campaign: $(echo $files) -> $manifest, PERFORMANCE.md, README.md; commit them together" >&2
