@@ -51,6 +51,43 @@ func (b Budget) IsMax() bool {
 	return len(b.CPUs) == 0 && b.Cores == 0 && b.MemBytes == 0
 }
 
+// cfsPeriod is the CFS period a quota is expressed in: 100 ms in µs, the
+// kernel's default (and Kubernetes').
+const cfsPeriod = 100000
+
+// CFSQuota is b's CPU quota as the kernel takes it: quota µs of CPU time
+// per period µs (0 quota = none). Every cgroup coldstart writes, its own or
+// runc's, gets it from here.
+func (b Budget) CFSQuota() (quotaUS int64, periodUS uint64) {
+	if b.Cores <= 0 {
+		return 0, cfsPeriod
+	}
+	return int64(b.Cores*cfsPeriod + 0.5), cfsPeriod
+}
+
+// Complement is the CPUs of all that are not in taken, or all when that
+// leaves none: where a prober or load generator runs beside a server
+// pinned to taken.
+func Complement(all, taken []int) []int {
+	if len(taken) == 0 {
+		return all
+	}
+	in := map[int]bool{}
+	for _, c := range taken {
+		in[c] = true
+	}
+	var out []int
+	for _, c := range all {
+		if !in[c] {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}
+
 // NeedsCgroup reports whether b sets a CPU quota or a memory limit, which
 // only a cgroup can enforce. A CPU set alone does not need one.
 func (b Budget) NeedsCgroup() bool { return b.Cores != 0 || b.MemBytes != 0 }

@@ -1,8 +1,6 @@
 package budget
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,16 +8,12 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
-
-// cfsPeriod is the CFS period a quota is expressed in: 100 ms in µs, the
-// kernel's default (and Kubernetes').
-const cfsPeriod = 100000
 
 // cgroupV1 is one placement's cgroup in the v1 cpu, cpuacct, memory (and,
 // with a CPU set, cpuset) hierarchies, at <parent>/<id> in each.
@@ -99,7 +93,7 @@ func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
 	}
 	res := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
 	if b.Cores > 0 {
-		quota, period := quotaUS(b.Cores), uint64(cfsPeriod)
+		quota, period := b.CFSQuota()
 		res.CPU.Quota, res.CPU.Period = &quota, &period
 	}
 	if len(b.CPUs) > 0 {
@@ -131,11 +125,6 @@ func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
 	return c, nil
 }
 
-// quotaUS converts cores to a CFS quota per cfsPeriod, in µs.
-func quotaUS(cores float64) int64 {
-	return int64(cores*cfsPeriod + 0.5)
-}
-
 func (c *cgroupV1) mode() Mode   { return ModeV1 }
 func (c *cgroupV1) name() string { return "v1:" + c.group }
 
@@ -148,7 +137,7 @@ func (c *cgroupV1) prepare(*exec.Cmd) (func(), error) { return func() {}, nil }
 // it was.
 func (c *cgroupV1) join() (leave func() bool, err error) {
 	tid := unix.Gettid()
-	from, err := threadCgroups("/proc/thread-self/cgroup")
+	from, err := procfs.Host.ThreadCgroups()
 	if err != nil {
 		return nil, err
 	}
@@ -171,28 +160,6 @@ func (c *cgroupV1) join() (leave func() bool, err error) {
 		return leave, fmt.Errorf("join cgroup %s: %w", c.name(), err)
 	}
 	return leave, nil
-}
-
-// threadCgroups reads a /proc/<pid>/cgroup file into controller → path
-// ("cpu" → "/", "memory" → "/a/b"); co-mounted controllers ("cpu,cpuacct")
-// each get the path.
-func threadCgroups(file string) (map[string]string, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		for ctl := range strings.SplitSeq(f[1], ",") {
-			out[ctl] = f[2]
-		}
-	}
-	return out, nil
 }
 
 func (c *cgroupV1) procs() ([]int, error) {
@@ -272,71 +239,21 @@ func removeDirs(dirs []string) {
 }
 
 func (c *cgroupV1) usage() (Usage, error) {
-	u := Usage{Cgroup: c.name()}
+	var cg procfs.Cgroup
 	for _, n := range c.subs {
-		d := c.dir(n)
 		switch n {
 		case cgroup1.Cpuacct:
-			ns, err := readInt(filepath.Join(d, "cpuacct.usage"))
-			if err != nil {
-				return Usage{}, err
-			}
-			u.CPUSeconds = float64(ns) / 1e9
+			cg.CPUAcct = c.group
 		case cgroup1.Cpu:
-			kv, err := readKV(filepath.Join(d, "cpu.stat"))
-			if err != nil {
-				return Usage{}, err
-			}
-			u.ThrottledSeconds = float64(kv["throttled_time"]) / 1e9
+			cg.CPU = c.group
 		case cgroup1.Memory:
-			peak, err := readInt(filepath.Join(d, "memory.max_usage_in_bytes"))
-			if err != nil {
-				return Usage{}, err
-			}
-			u.MemPeakBytes = peak
-			kv, err := readKV(filepath.Join(d, "memory.oom_control"))
-			if err != nil {
-				return Usage{}, err
-			}
-			u.OOMKills = int(kv["oom_kill"])
+			cg.Memory = c.group
 		}
 	}
+	u, err := procfs.CgroupFS{Root: c.root}.Usage(cg)
+	if err != nil {
+		return Usage{}, err
+	}
+	u.Cgroup = c.name()
 	return u, nil
-}
-
-func readInt(file string) (int64, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", file, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "max" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parse %s: %w", file, err)
-	}
-	return n, nil
-}
-
-// readKV reads a "key value" per line file (cpu.stat, memory.events).
-func readKV(file string) (map[string]int64, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	out := map[string]int64{}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			continue // a non-numeric line (some kernels add them)
-		}
-		out[k] = n
-	}
-	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 )
@@ -60,7 +61,7 @@ func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
 	if has("cpu") {
 		res.CPU = &cgroup2.CPU{}
 		if b.Cores > 0 {
-			quota, period := quotaUS(b.Cores), uint64(cfsPeriod)
+			quota, period := b.CFSQuota()
 			res.CPU.Max = cgroup2.NewCPUMax(&quota, &period)
 		}
 		if len(b.CPUs) > 0 && has("cpuset") {
@@ -154,24 +155,10 @@ func (c *cgroupV2) delete() error {
 func (c *cgroupV2) removeParent() { removeDirs(c.madeParents) }
 
 func (c *cgroupV2) usage() (Usage, error) {
-	u := Usage{Cgroup: c.name()}
-	d := c.dir()
-	cpu, err := readKV(filepath.Join(d, "cpu.stat"))
+	u, err := procfs.CgroupFS{Root: c.mount}.Usage(procfs.Cgroup{Unified: c.group})
 	if err != nil {
 		return Usage{}, err
 	}
-	u.CPUSeconds = float64(cpu["usage_usec"]) / 1e6
-	u.ThrottledSeconds = float64(cpu["throttled_usec"]) / 1e6
-	// memory.peak needs Linux 5.19, memory.events the memory controller.
-	if peak, err := readInt(filepath.Join(d, "memory.peak")); err == nil {
-		u.MemPeakBytes = peak
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return Usage{}, err
-	}
-	if ev, err := readKV(filepath.Join(d, "memory.events")); err == nil {
-		u.OOMKills = int(ev["oom_kill"])
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return Usage{}, err
-	}
+	u.Cgroup = c.name()
 	return u, nil
 }

@@ -17,25 +17,13 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
+
+	"github.com/coldstart-go/coldstart/internal/procfs"
 )
 
-// Usage is what the budget's cgroup itself reports for its processes.
-type Usage struct {
-	// CPUSeconds is the CPU time (user + system) charged to the cgroup.
-	CPUSeconds float64 `json:"cgroup_cpu_seconds"`
-	// MemPeakBytes is the cgroup's memory high-water mark (v1
-	// memory.max_usage_in_bytes, v2 memory.peak; 0 where the kernel has
-	// no memory.peak).
-	MemPeakBytes int64 `json:"cgroup_mem_peak_bytes"`
-	// OOMKills counts processes the kernel killed for the memory limit.
-	OOMKills int `json:"cgroup_oom_kills"`
-	// ThrottledSeconds is how long the quota held the cgroup back, summed
-	// over CPUs (v1 cpu.stat throttled_time, v2 throttled_usec).
-	ThrottledSeconds float64 `json:"cgroup_cpu_throttled_seconds"`
-	// Cgroup names the cgroup the figures come from, "v1:/coldstart/ID" or
-	// "v2:/coldstart/ID" ("" = no cgroup: all figures are zero).
-	Cgroup string `json:"cgroup,omitempty"`
-}
+// Usage is what the budget's cgroup itself reports for its processes
+// (read by internal/procfs, which also reads a container's cgroup).
+type Usage = procfs.CgroupUsage
 
 // Mode is a cgroup hierarchy layout, or what a Placement uses.
 type Mode string

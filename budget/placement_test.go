@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/internal/require"
 )
 
@@ -396,7 +397,7 @@ func TestChildInCgroupAndThreadsRestored(t *testing.T) {
 	}
 	cmd := childCmd("sleep")
 	start(t, pl, cmd)
-	cg, err := threadCgroups(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	cg, err := procfs.Host.Cgroups(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

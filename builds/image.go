@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/coldstart-go/coldstart/internal/ociimage"
 )
 
 // The image arm's fixed settings. The top-level Dockerfile states the same
@@ -97,7 +99,7 @@ type ImageResult struct {
 }
 
 // ErrNotImage is returned when a base image path holds no image.
-var ErrNotImage = errors.New("not an image (want an OCI image layout directory with index.json, or an image tarball with manifest.json)")
+var ErrNotImage = ociimage.ErrNotImage
 
 // ImageOption configures NewImage.
 type ImageOption func(*ImageOptions)
@@ -419,73 +421,11 @@ func PushImage(ctx context.Context, img v1.Image, repo string, opts ...remote.Op
 	return ref.Context().Digest(d.String()).String(), nil
 }
 
-// LoadImage reads the image at path: an OCI image layout directory (its
-// only image, or the one for this machine's platform) or an image tarball
-// (`docker save`, or one BuildImage wrote). It returns ErrNotImage, naming
-// path, for anything else.
-func LoadImage(path string) (v1.Image, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("load image %s: %w", path, err)
-	}
-	if fi.IsDir() {
-		if _, err := os.Stat(filepath.Join(path, "index.json")); err != nil {
-			return nil, fmt.Errorf("load image %s: %w: no index.json", path, ErrNotImage)
-		}
-		idx, err := layout.ImageIndexFromPath(path)
-		if err != nil {
-			return nil, fmt.Errorf("load image %s: %w", path, err)
-		}
-		return imageFromIndex(path, idx)
-	}
-	img, err := tarball.ImageFromPath(path, nil)
-	if err != nil {
-		return nil, fmt.Errorf("load image %s: %w: %v", path, ErrNotImage, err)
-	}
-	if _, err := img.Manifest(); err != nil {
-		return nil, fmt.Errorf("load image %s: %w: %v", path, ErrNotImage, err)
-	}
-	return img, nil
-}
-
-func imageFromIndex(path string, idx v1.ImageIndex) (v1.Image, error) {
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, fmt.Errorf("load image %s: %w", path, err)
-	}
-	var match []v1.Descriptor
-	for _, d := range im.Manifests {
-		if !d.MediaType.IsImage() && !d.MediaType.IsIndex() {
-			continue
-		}
-		if d.Platform != nil && (d.Platform.OS != runtime.GOOS || d.Platform.Architecture != runtime.GOARCH) {
-			continue
-		}
-		match = append(match, d)
-	}
-	if len(match) == 0 {
-		return nil, fmt.Errorf("load image %s: %w: no image for %s/%s in index.json", path, ErrNotImage, runtime.GOOS, runtime.GOARCH)
-	}
-	d := match[0]
-	if d.MediaType.IsIndex() {
-		child, err := idx.ImageIndex(d.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("load image %s: %w", path, err)
-		}
-		return imageFromIndex(path, child)
-	}
-	img, err := idx.Image(d.Digest)
-	if err != nil {
-		return nil, fmt.Errorf("load image %s: %w", path, err)
-	}
-	return img, nil
-}
-
 func loadBase(path string) (v1.Image, string, error) {
 	if path == "" {
 		return empty.Image, "scratch", nil
 	}
-	img, err := LoadImage(path)
+	img, err := ociimage.Load(path)
 	if err != nil {
 		return nil, "", fmt.Errorf("base image: %w", err)
 	}

@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/coldstart-go/coldstart/internal/ociimage"
 )
 
 // staticEcho builds examples/echo statically, with the static arm's flags,
@@ -130,7 +132,7 @@ func testContents(t *testing.T, bin Artifact) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := LoadImage(r.Layout)
+	img, err := ociimage.Load(r.Layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func testOnBase(t *testing.T, bin Artifact) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			img, err := LoadImage(r.Layout)
+			img, err := ociimage.Load(r.Layout)
 			if err != nil {
 				t.Fatal(err)
 			}

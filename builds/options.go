@@ -36,6 +36,11 @@ type Options struct {
 	// PGODuration is how long the collected profile samples (0 = 10 s;
 	// rounded up to whole seconds, what /debug/pprof/profile accepts).
 	PGODuration time.Duration
+	// CollectProfile collects the pgo arm's profile when PGOProfile is ""
+	// and none is stored for these sources (nil = the pgo arm needs
+	// PGOProfile). Package pgocollect provides one; builds itself runs
+	// nothing it builds.
+	CollectProfile ProfileCollector
 
 	// Instrument compiles the debug hook into the main package (see
 	// HookFile): with $COLDSTART_DEBUG_ADDR set, the server then serves

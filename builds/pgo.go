@@ -10,27 +10,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/coldstart-go/coldstart/internal/echo/echopb"
-	"github.com/coldstart-go/coldstart/prober"
 )
 
 // ErrNotProfile is returned for a PGO profile that is not a pprof CPU
 // profile.
 var ErrNotProfile = errors.New("not a pprof profile")
+
+// ProfileCollector runs bin (the default arm built with the debug hook,
+// see Options.Instrument) under load and fetches a secs-long CPU profile
+// from its debug listener, writing each command it spawns to log (nil =
+// nowhere). It returns the profile and a note of how it was collected.
+type ProfileCollector func(ctx context.Context, bin Artifact, secs int, log io.Writer) ([]byte, ProfileNote, error)
 
 // profileInfo is the profile the pgo arm builds with.
 type profileInfo struct {
@@ -179,13 +174,19 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 			return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(b)), Note: nf}, nil
 		}
 	}
+	if o.CollectProfile == nil {
+		return nil, fmt.Errorf("collect pgo profile: no profile collector here; give a profile (--pgo-profile FILE)")
+	}
 	bin, err := Cached(col, o).Build(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("collect pgo profile: %w", err)
 	}
 	o.progress("pgo: collecting a %d s CPU profile from %s under load", secs, bin.Path)
-	prof, note, err := o.collect(ctx, bin, secs)
+	prof, note, err := o.CollectProfile(ctx, bin, secs, o.cmdLog())
 	if err != nil {
+		return nil, fmt.Errorf("collect pgo profile from %s: %w", bin.Path, err)
+	}
+	if err := CheckProfile(prof); err != nil {
 		return nil, fmt.Errorf("collect pgo profile from %s: %w", bin.Path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -209,151 +210,6 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 	}
 	o.progress("pgo: profile %s (%d calls, %.0f/s)", pf, note.Calls, note.CallsPerS)
 	return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(prof)), Note: nf}, nil
-}
-
-// collect runs bin, loads it and fetches a secs-long CPU profile from its
-// debug listener.
-func (o Options) collect(ctx context.Context, bin Artifact, secs int) ([]byte, ProfileNote, error) {
-	note := ProfileNote{Server: bin.Path, Package: bin.Package, Arm: "default, with the debug hook", GoVersion: bin.GoVersion, DurationS: float64(secs)}
-	target, err := prober.FreeTCP()
-	if err != nil {
-		return nil, note, err
-	}
-	debug, err := otherFreeTCP(target)
-	if err != nil {
-		return nil, note, err
-	}
-	inst, err := prober.Process{}.Launch(ctx, prober.Spec{
-		Arm:    "pgo-collect",
-		Path:   bin.Path,
-		Env:    []string{"COLDSTART_DEBUG_ADDR=" + debug.Address},
-		Target: target,
-		ID:     prober.NewID(),
-		Log:    o.cmdLog(),
-	})
-	if err != nil {
-		return nil, note, err
-	}
-	defer inst.Stop(context.WithoutCancel(ctx))
-	if _, err := prober.WaitReady(ctx, inst, target, prober.Health{}, prober.WaitOptions{}); err != nil {
-		return nil, note, err
-	}
-
-	cc, err := grpc.NewClient(target.GRPCTarget(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, note, fmt.Errorf("dial %s: %w", target, err)
-	}
-	defer cc.Close()
-	call, load, err := pickLoad(ctx, cc)
-	if err != nil {
-		return nil, note, err
-	}
-	note.Load = load
-	note.Endpoint = "http://" + debug.Address + "/debug/pprof/profile?seconds=" + fmt.Sprint(secs)
-
-	lctx, stopLoad := context.WithCancel(ctx)
-	var calls, errs atomic.Int64
-	var wg sync.WaitGroup
-	for range loadWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for lctx.Err() == nil {
-				if err := call(lctx); err != nil {
-					if lctx.Err() == nil {
-						errs.Add(1)
-					}
-					continue
-				}
-				calls.Add(1)
-			}
-		}()
-	}
-	start := time.Now()
-	prof, err := fetchProfile(ctx, note.Endpoint, secs)
-	elapsed := time.Since(start)
-	stopLoad()
-	wg.Wait()
-	if err != nil {
-		return nil, note, err
-	}
-	if err := CheckProfile(prof); err != nil {
-		return nil, note, fmt.Errorf("fetched profile from %s: %w", note.Endpoint, err)
-	}
-	note.CollectedAt = time.Now().UTC().Format(time.RFC3339)
-	note.Calls, note.Errors = calls.Load(), errs.Load()
-	note.CallsPerS = float64(note.Calls) / elapsed.Seconds()
-	return prof, note, nil
-}
-
-// otherFreeTCP picks a free port other than t's: FreeTCP closes the port
-// it found, so two calls may return the same one.
-func otherFreeTCP(t prober.Target) (prober.Target, error) {
-	for i := 0; ; i++ {
-		d, err := prober.FreeTCP()
-		if err != nil || d.Address != t.Address || i == 10 {
-			return d, err
-		}
-	}
-}
-
-// loadWorkers is how many goroutines share the one load connection.
-const loadWorkers = 4
-
-// pickLoad chooses the load: unary Echo with a 64-byte payload when the
-// server has the Echo service, else health checks.
-func pickLoad(ctx context.Context, cc *grpc.ClientConn) (func(context.Context) error, string, error) {
-	echo := echopb.NewEchoClient(cc)
-	req := &echopb.EchoRequest{Payload: bytes.Repeat([]byte("x"), 64)}
-	echoCall := func(ctx context.Context) error { _, err := echo.Echo(ctx, req); return err }
-	err := echoCall(ctx)
-	if err == nil {
-		return echoCall, fmt.Sprintf("gRPC Echo unary, 64-byte payload, %d goroutines over one connection", loadWorkers), nil
-	}
-	if status.Code(err) != codes.Unimplemented {
-		return nil, "", fmt.Errorf("first Echo call: %w", err)
-	}
-	hc := healthpb.NewHealthClient(cc)
-	hreq := &healthpb.HealthCheckRequest{}
-	healthCall := func(ctx context.Context) error { _, err := hc.Check(ctx, hreq); return err }
-	if err := healthCall(ctx); err != nil {
-		return nil, "", fmt.Errorf("first health check: %w", err)
-	}
-	return healthCall, fmt.Sprintf("gRPC health checks (the server has no coldstart Echo service), %d goroutines over one connection", loadWorkers), nil
-}
-
-// fetchProfile GETs a CPU profile, retrying briefly while the debug
-// listener comes up.
-func fetchProfile(ctx context.Context, url string, secs int) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+30*time.Second)
-	defer cancel()
-	var lastErr error
-	for attempt := 0; attempt < 20; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			lastErr = err
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("fetch profile %s: %w", url, lastErr)
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("fetch profile %s: %w", url, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("fetch profile %s: %s: %s", url, resp.Status, tail(string(b), 5, 500))
-		}
-		return b, nil
-	}
-	return nil, fmt.Errorf("fetch profile %s: %w (is the server's debug listener on $COLDSTART_DEBUG_ADDR?)", url, lastErr)
 }
 
 func sha256Bytes(b []byte) []byte {

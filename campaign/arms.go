@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -28,7 +29,7 @@ type ArmsConfig struct {
 	Transport Transport
 	// Runc starts the image arm (nil = a default runc launcher), unless
 	// Engine names docker or podman to start it instead.
-	Runc   *prober.Runc
+	Runc   *launch.Runc
 	Engine string
 }
 
@@ -135,9 +136,9 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 
 // imageLauncher picks what starts the image arm: runc on the OCI layout,
 // or a docker/podman engine on the image tarball, checked before use.
-func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Artifact) (prober.Launcher, string, error) {
+func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Artifact) (launch.Launcher, string, error) {
 	if c.Engine != "" && c.Engine != "runc" {
-		e, err := prober.NewEngine(c.Engine)
+		e, err := launch.NewEngine(c.Engine)
 		if err != nil {
 			return nil, "", err
 		}
@@ -148,7 +149,7 @@ func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Arti
 	}
 	r := c.Runc
 	if r == nil {
-		r = &prober.Runc{}
+		r = &launch.Runc{}
 		out.closers = append(out.closers, r.Close)
 	}
 	if err := r.Check(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -23,7 +24,7 @@ type Arm struct {
 	// Name is the arm's name ("default", "upx", ...).
 	Name string
 	// Launcher starts it (nil = a plain process).
-	Launcher prober.Launcher
+	Launcher launch.Launcher
 	// Path is the binary (or, for containers, what the launcher needs).
 	Path string
 	// Args returns the server's arguments for a target; nil = none (the
@@ -39,15 +40,15 @@ type Arm struct {
 	SizeBytes int64
 }
 
-func (a Arm) launcher() prober.Launcher {
+func (a Arm) launcher() launch.Launcher {
 	if a.Launcher != nil {
 		return a.Launcher
 	}
-	return prober.Process{}
+	return launch.Process{}
 }
 
 // Instance starts one instance of the arm listening at t, within b.
-func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log io.Writer) (prober.Instance, error) {
+func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log io.Writer) (launch.Instance, error) {
 	var args []string
 	if a.Args != nil {
 		var err error
@@ -59,9 +60,9 @@ func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log
 	if a.EnvFor != nil {
 		env = append(append([]string(nil), env...), a.EnvFor(t)...)
 	}
-	return a.launcher().Launch(ctx, prober.Spec{
+	return a.launcher().Launch(ctx, launch.Spec{
 		Arm: a.Name, Path: a.Path, Args: args, Env: env, Dir: a.Dir,
-		Target: t, Budget: b, ID: prober.NewID(), Log: log,
+		Target: t, Budget: b, ID: budget.NewID(), Log: log,
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -130,7 +131,7 @@ func TestColdStartFailures(t *testing.T) {
 		is      error
 	}{
 		{"exits before ready", selfArm("crashy", "crash"), 10 * time.Second,
-			[]string{"crashy", "exit status 3", "config file /etc/missing.yaml not found"}, prober.ErrExited},
+			[]string{"crashy", "exit status 3", "config file /etc/missing.yaml not found"}, launch.ErrExited},
 		{"never ready", selfArm("sleepy", "never-ready"), 700 * time.Millisecond,
 			[]string{"sleepy", "700ms", "NOT_SERVING"}, prober.ErrNotReady},
 	}
@@ -212,8 +213,8 @@ func snapshot(p *[]int) []int {
 
 type recordPIDs struct{ pids *[]int }
 
-func (r recordPIDs) Launch(ctx context.Context, s prober.Spec) (prober.Instance, error) {
-	in, err := prober.Process{}.Launch(ctx, s)
+func (r recordPIDs) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
+	in, err := launch.Process{}.Launch(ctx, s)
 	if err == nil {
 		pidMu.Lock()
 		*r.pids = append(*r.pids, in.PID())

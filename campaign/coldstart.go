@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -219,10 +220,10 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	}
 	s.FirstRPCMs = ms(r.FirstRPC)
 	// Read the server's figures at once: they belong to the moment of first RPC.
-	if cpu, err := prober.HostProc.CPU(inst.PID()); err == nil {
+	if cpu, err := procfs.Host.CPU(inst.PID()); err == nil {
 		s.StartupCPUMs = cpu.Seconds() * 1000
 	}
-	if m, err := prober.HostProc.Mem(inst.PID()); err == nil {
+	if m, err := procfs.Host.Mem(inst.PID()); err == nil {
 		s.RSSBytes, s.PSSBytes = m.RSS, m.PSS
 	}
 	if u, err := inst.Usage(); err == nil && u.Cgroup != "" {

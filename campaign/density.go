@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -75,7 +77,7 @@ func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]D
 
 func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record func(DensitySample) error) (DensityRow, error) {
 	row := DensityRow{Arm: a.Name, Budget: d.Budget.String(), Instances: d.Instances, SizeBytes: a.SizeBytes}
-	var insts []prober.Instance
+	var insts []launch.Instance
 	var cleanups []func()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -125,7 +127,7 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record 
 			return row, in.Err()
 		default:
 		}
-		m, err := prober.HostProc.Mem(in.PID())
+		m, err := procfs.Host.Mem(in.PID())
 		if err != nil {
 			return row, fmt.Errorf("%s instance %d: %w", a.Name, i+1, err)
 		}

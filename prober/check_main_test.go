@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -15,9 +16,9 @@ func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
 
 // start launches bin with args as a plain process at target and stops it
 // when the test ends.
-func start(t *testing.T, bin string, target prober.Target, args ...string) prober.Instance {
+func start(t *testing.T, bin string, target prober.Target, args ...string) launch.Instance {
 	t.Helper()
-	inst, err := prober.Process{}.Launch(context.Background(), prober.Spec{
+	inst, err := launch.Process{}.Launch(context.Background(), launch.Spec{
 		Arm: "test", Path: bin, Args: args, Target: target,
 	})
 	if err != nil {
@@ -56,7 +57,7 @@ var waitOpts = prober.WaitOptions{Timeout: 20 * time.Second}
 
 // waitReady waits for inst to be ready by c and checks that all three
 // readiness phases were recorded in order.
-func waitReady(t *testing.T, inst prober.Instance, tg prober.Target, c prober.Checker) prober.Readiness {
+func waitReady(t *testing.T, inst launch.Instance, tg prober.Target, c prober.Checker) prober.Readiness {
 	t.Helper()
 	r, err := prober.WaitReady(context.Background(), inst, tg, c, waitOpts)
 	if err != nil {

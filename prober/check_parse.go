@@ -101,7 +101,7 @@ type Preparer interface {
 // o.Timeout passes from now; other checkers need nothing and return nil at
 // once. Call it on the warm-up instance (run 0), before any measured round,
 // so a wrong method or request is reported before measuring.
-func Prepare(ctx context.Context, inst Instance, t Target, c Checker, o WaitOptions) error {
+func Prepare(ctx context.Context, inst Started, t Target, c Checker, o WaitOptions) error {
 	p, ok := c.(Preparer)
 	if !ok {
 		return nil

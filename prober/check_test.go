@@ -13,6 +13,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/echo/echopb"
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -244,11 +245,11 @@ func TestMisbehavingServers(t *testing.T) {
 		want  error
 		msg   string
 	}{
-		{"exits at once", []string{"-mode", "exit", "-message", "boom: no config"}, "health", prober.ErrExited, "boom: no config"},
+		{"exits at once", []string{"-mode", "exit", "-message", "boom: no config"}, "health", launch.ErrExited, "boom: no config"},
 		{"never listens", []string{"-mode", "silent"}, "health", prober.ErrNotReady, "dial tcp"},
 		{"NOT_SERVING forever", []string{"-mode", "grpc", "-not-ready-for", "-1s"}, "health", prober.ErrNotReady, "answered NOT_SERVING"},
 		{"503 forever", []string{"-mode", "http", "-not-ready-for", "-1s"}, "http:///", prober.ErrNotReady, "answered 503"},
-		{"method prepare, exits", []string{"-mode", "exit"}, "/a.B/C", prober.ErrExited, "configuration missing"},
+		{"method prepare, exits", []string{"-mode", "exit"}, "/a.B/C", launch.ErrExited, "configuration missing"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tg := freeTCP(t)

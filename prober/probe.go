@@ -72,6 +72,17 @@ func (h Health) Check(ctx context.Context, t Target) (Answer, error) {
 	return Answer{Answered: true, Ready: true}, nil
 }
 
+// Started is what WaitReady needs of a server that was started (a
+// launch.Instance is one): when it started, and whether and why it exited.
+type Started interface {
+	// T0 is when the launch began; every phase is measured from it.
+	T0() time.Time
+	// Done is closed when the server has exited.
+	Done() <-chan struct{}
+	// Err says why it exited; nil before Done.
+	Err() error
+}
+
 // WaitOptions tune WaitReady.
 type WaitOptions struct {
 	// Timeout gives up this long after T0 (0 = 30 s).
@@ -111,7 +122,7 @@ var ErrNotReady = errors.New("server not ready")
 // timeout passes. Each attempt first checks with a bare connect() that
 // something accepts (cheap, and it times the accepting phase), then makes the
 // checker's call over a fresh connection.
-func WaitReady(ctx context.Context, inst Instance, t Target, c Checker, o WaitOptions) (Readiness, error) {
+func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOptions) (Readiness, error) {
 	o = o.withDefaults()
 	var r Readiness
 	t0 := inst.T0()
@@ -227,3 +238,5 @@ func WaitFree(ctx context.Context, t Target, timeout time.Duration) error {
 		pause(ctx, 5*time.Millisecond)
 	}
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,7 +1,8 @@
 // Package prober times the first healthy reply from a freshly started
-// server: it launches the server (a process, or a container through a
-// Launcher), probes it over a fresh connection per attempt, and reads the
-// server's CPU and memory from /proc at the moment it is ready.
+// server: it probes where the server listens (a Target) over a fresh
+// connection per attempt with a Checker (gRPC health, a gRPC method, HTTP,
+// h2c, TCP connect) until WaitReady sees it ready, and records each probe
+// as a Sample with its Phases. Starting servers is package launch's.
 package prober
 
 import (

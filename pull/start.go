@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -41,7 +42,7 @@ func (s ProcessStarter) Start(ctx context.Context, arm, bin string) (time.Durati
 	if c == nil {
 		c = prober.Health{}
 	}
-	inst, err := prober.Process{}.Launch(ctx, prober.Spec{Arm: arm, Path: bin, Args: args, Target: t, Log: s.Log})
+	inst, err := launch.Process{}.Launch(ctx, launch.Spec{Arm: arm, Path: bin, Args: args, Target: t, Log: s.Log})
 	if err != nil {
 		return 0, err
 	}

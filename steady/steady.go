@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -69,7 +70,7 @@ type Arm struct {
 	Env []string
 	// Launcher starts this arm (nil = Config.Launcher): the image arm's
 	// runc launcher, say.
-	Launcher prober.Launcher
+	Launcher launch.Launcher
 }
 
 // SampleArgs are the bundled sample server's arguments: gRPC on {addr},
@@ -129,8 +130,8 @@ type Config struct {
 	// pin). Servers are started unpinned from it, so a budget may give them
 	// other CPUs.
 	GeneratorCPUs []int
-	// Launcher starts the servers (nil = prober.Process{}).
-	Launcher prober.Launcher
+	// Launcher starts the servers (nil = launch.Process{}).
+	Launcher launch.Launcher
 	// Log gets progress lines and spawned command lines (nil = quiet).
 	Log io.Writer
 	// Verbose also logs spawned command lines.
@@ -187,7 +188,7 @@ func (c Config) withDefaults() Config {
 		c.HTTPPath = "/echo"
 	}
 	if c.Launcher == nil {
-		c.Launcher = prober.Process{}
+		c.Launcher = launch.Process{}
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -420,14 +421,14 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 	if !httpNamed {
 		ad.http = ad.grpc
 	}
-	spec := prober.Spec{
+	spec := launch.Spec{
 		Arm:    a.Name,
 		Path:   a.Path,
 		Args:   args,
 		Env:    append(append([]string(nil), a.Env...), "COLDSTART_DEBUG_ADDR="+ad.debug.Address),
 		Target: ad.grpc,
 		Budget: b,
-		ID:     prober.NewID(),
+		ID:     budget.NewID(),
 	}
 	if cfg.Verbose {
 		spec.Log = cfg.Log
@@ -480,7 +481,7 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 type server struct {
 	arm    string
 	budget string
-	inst   prober.Instance
+	inst   launch.Instance
 	addrs  addrs
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
-	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/launch"
 )
 
 func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
@@ -40,12 +40,12 @@ func (c *collect) record(r Row) error {
 
 // spy is a Launcher that remembers the instances it started.
 type spy struct {
-	prober.Launcher
+	launch.Launcher
 	mu    sync.Mutex
-	insts []prober.Instance
+	insts []launch.Instance
 }
 
-func (s *spy) Launch(ctx context.Context, sp prober.Spec) (prober.Instance, error) {
+func (s *spy) Launch(ctx context.Context, sp launch.Spec) (launch.Instance, error) {
 	inst, err := s.Launcher.Launch(ctx, sp)
 	if err == nil {
 		s.mu.Lock()
@@ -55,7 +55,7 @@ func (s *spy) Launch(ctx context.Context, sp prober.Spec) (prober.Instance, erro
 	return inst, err
 }
 
-func (s *spy) last() prober.Instance {
+func (s *spy) last() launch.Instance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.insts[len(s.insts)-1]
@@ -164,7 +164,7 @@ func TestRunClosedLoop(t *testing.T) {
 // maximum only: one slow call.
 func TestOpenLoopStall(t *testing.T) {
 	const stall = 300 * time.Millisecond
-	sp := &spy{Launcher: prober.Process{}}
+	sp := &spy{Launcher: launch.Process{}}
 	stalled := make(chan int, 2)
 	log := onMeasure(func(n int) {
 		go func() {
@@ -217,7 +217,7 @@ func TestOpenLoopStall(t *testing.T) {
 // fail naming the arm and the exit status, with the first window's row
 // kept (and the cut window's row, if it got that far, with its errors).
 func TestServerDies(t *testing.T) {
-	sp := &spy{Launcher: prober.Process{}}
+	sp := &spy{Launcher: launch.Process{}}
 	log := onMeasure(func(n int) {
 		if n == 2 {
 			syscall.Kill(sp.last().PID(), syscall.SIGKILL)
@@ -237,8 +237,8 @@ func TestServerDies(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run = nil, want the server's death")
 	}
-	if !errors.Is(err, prober.ErrExited) || !strings.Contains(err.Error(), "arm default") || !strings.Contains(err.Error(), "signal: killed") {
-		t.Errorf("Run = %v, want prober.ErrExited naming arm default and the signal", err)
+	if !errors.Is(err, launch.ErrExited) || !strings.Contains(err.Error(), "arm default") || !strings.Contains(err.Error(), "signal: killed") {
+		t.Errorf("Run = %v, want launch.ErrExited naming arm default and the signal", err)
 	}
 	if len(c.rows) < 1 || c.rows[0].Scenario != Throughput || c.rows[0].Errors != 0 || c.rows[0].Calls != 20000 {
 		t.Fatalf("rows %+v, want the throughput row kept whole", shapes(c.rows))
@@ -251,7 +251,7 @@ func TestServerDies(t *testing.T) {
 // TestCancel interrupts a run: Run returns the context's error, the server
 // is stopped and reaped, and the rows measured before are kept.
 func TestCancel(t *testing.T) {
-	sp := &spy{Launcher: prober.Process{}}
+	sp := &spy{Launcher: launch.Process{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := onMeasure(func(n int) {

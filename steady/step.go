@@ -8,15 +8,16 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/internal/rtmetrics"
-	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/launch"
 )
 
 // reading is one look at the server and at this process, taken at each
 // edge of a measured window.
 type reading struct {
 	at     time.Time
-	server prober.CPUStat
+	server procfs.CPUStat
 	rt     *rtmetrics.Snapshot // nil when the server serves no runtime metrics
 	self   time.Duration       // this process's user+system CPU
 }
@@ -34,7 +35,7 @@ func (s *server) read(ctx context.Context, end bool) (reading, error) {
 	if !end {
 		fetch()
 	}
-	cpu, err := prober.HostProc.CPU(s.inst.PID())
+	cpu, err := procfs.Host.CPU(s.inst.PID())
 	if err != nil {
 		return r, fmt.Errorf("read %s server CPU: %w", s.arm, err)
 	}
@@ -173,7 +174,7 @@ func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers
 	return row, s.check(ctx, st, o)
 }
 
-func isDone(inst prober.Instance) bool {
+func isDone(inst launch.Instance) bool {
 	select {
 	case <-inst.Done():
 		return true
@@ -260,7 +261,7 @@ func (s *server) row(st step, o outcome, before, after reading) Row {
 		r.GoMaxProcs = after.rt.GoMaxProcs
 	}
 	if !after.at.IsZero() {
-		if m, err := prober.HostProc.Mem(s.inst.PID()); err == nil {
+		if m, err := procfs.Host.Mem(s.inst.PID()); err == nil {
 			r.PeakRSSBytes, r.RSSBytes, r.PSSBytes = m.HWM, m.RSS, m.PSS
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/pgocollect"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/report"
 )
@@ -114,7 +115,7 @@ func buildSample(ctx context.Context, list string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{Progress: os.Stderr})
+	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{Progress: os.Stderr, CollectProfile: pgocollect.Collect})
 	var pairs []string
 	for i, a := range arts {
 		if errs[i] != nil {

@@ -28,9 +28,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
@@ -255,7 +257,7 @@ func runGhz(ctx context.Context, o options, round int, add func(Row) error) erro
 	if err != nil {
 		return err
 	}
-	inst, err := prober.Process{}.Launch(ctx, prober.Spec{
+	inst, err := launch.Process{}.Launch(ctx, launch.Spec{
 		Arm: "default", Path: "taskset", Args: []string{"-c", o.serverCPU, o.server, "--addr=" + t.Address}, Target: t,
 	})
 	if err != nil {
@@ -278,7 +280,7 @@ func runGhz(ctx context.Context, o options, round int, add func(Row) error) erro
 		if _, _, err := ghz(ctx, o, t, sc.c, o.warmup); err != nil {
 			return err
 		}
-		cpu0, err := prober.HostProc.CPU(inst.PID())
+		cpu0, err := procfs.Host.CPU(inst.PID())
 		if err != nil {
 			return err
 		}
@@ -286,7 +288,7 @@ func runGhz(ctx context.Context, o options, round int, add func(Row) error) erro
 		if err != nil {
 			return err
 		}
-		cpu1, err := prober.HostProc.CPU(inst.PID())
+		cpu1, err := procfs.Host.CPU(inst.PID())
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/pgocollect"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -43,7 +44,7 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 		Source: builds.Source{Pkg: o.Pkg, Bin: o.Bin},
 		Arms:   arms,
 		Build: builds.Options{
-			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration,
+			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.Collect,
 			Instrument: o.Instrument, Progress: o.progress(), Verbose: o.Verbose,
 		},
 		Args: o.ServerArgs, Env: o.Env, Dir: o.Dir, Transport: campaign.Transport(transport),

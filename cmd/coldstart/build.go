@@ -15,6 +15,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/pgocollect"
 )
 
 // buildOptions are `coldstart build`'s flags.
@@ -141,14 +142,15 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		src = s
 	}
 	bo := builds.Options{
-		CacheDir:    o.CacheDir,
-		NoCache:     o.NoCache,
-		OutDir:      o.OutDir,
-		UPXLevel:    o.UPXLevel,
-		PGOProfile:  o.PGOProfile,
-		PGODuration: o.PGODuration,
-		Instrument:  o.Instrument,
-		Verbose:     o.Verbose,
+		CacheDir:       o.CacheDir,
+		NoCache:        o.NoCache,
+		OutDir:         o.OutDir,
+		UPXLevel:       o.UPXLevel,
+		PGOProfile:     o.PGOProfile,
+		PGODuration:    o.PGODuration,
+		CollectProfile: pgocollect.Collect,
+		Instrument:     o.Instrument,
+		Verbose:        o.Verbose,
 	}
 	if !o.Quiet {
 		bo.Progress = os.Stderr

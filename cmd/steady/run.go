@@ -16,7 +16,8 @@ import (
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
-	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/launch"
+	"github.com/coldstart-go/coldstart/pgocollect"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -319,9 +320,9 @@ func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms [
 	if o.Verbose {
 		progress = os.Stderr
 	}
-	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
+	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.Collect, Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
 	arts, errs := builds.BuildAll(ctx, src, names, bo)
-	var runc *prober.Runc
+	var runc *launch.Runc
 	var fails []error
 	for i, name := range names {
 		if errs[i] != nil {
@@ -338,7 +339,7 @@ func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms [
 		}
 		if name == builds.ImageArm {
 			if runc == nil {
-				runc = &prober.Runc{}
+				runc = &launch.Runc{}
 				closeArms = func() { runc.Close() }
 			}
 			if err := runc.Check(); err != nil {

@@ -1,4 +1,4 @@
-package prober
+package launch
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/ociimage"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 // Engine launches servers with a container engine's command line, `docker
@@ -95,7 +97,7 @@ func (e *Engine) checkLocked(ctx context.Context) error {
 // load puts the image at path into the engine (`load -i TARBALL`) once and
 // returns the name to run it by.
 func (e *Engine) load(ctx context.Context, path string, log io.Writer) (string, error) {
-	stamp, err := imageStamp(path)
+	stamp, err := ociimage.Stamp(path)
 	if err != nil {
 		return "", fmt.Errorf("load image %s: %w", path, err)
 	}
@@ -106,7 +108,7 @@ func (e *Engine) load(ctx context.Context, path string, log io.Writer) (string, 
 	tb := path
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		// An OCI layout: the engines load tarballs, so write one.
-		img, err := loadImage(path)
+		img, err := ociimage.Load(path)
 		if err != nil {
 			return "", err
 		}
@@ -211,7 +213,7 @@ func (e *Engine) Launch(ctx context.Context, s Spec) (Instance, error) {
 		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
 	}
 	if s.ID == "" {
-		s.ID = NewID()
+		s.ID = budget.NewID()
 	}
 	grace := e.Grace
 	if grace <= 0 {
@@ -272,7 +274,7 @@ type engineContainer struct {
 	t0                   time.Time
 	started              time.Duration
 	pid                  int
-	cg                   cgroupFiles
+	cg                   cgroupOf
 	done                 chan struct{}
 
 	mu       sync.Mutex
@@ -284,8 +286,8 @@ type engineContainer struct {
 func (c *engineContainer) PID() int              { return c.pid }
 func (c *engineContainer) T0() time.Time         { return c.t0 }
 func (c *engineContainer) Done() <-chan struct{} { return c.done }
-func (c *engineContainer) Phases() []Phase {
-	return []Phase{{Name: PhaseStarted, Ms: ms(c.started)}}
+func (c *engineContainer) Phases() []prober.Phase {
+	return []prober.Phase{{Name: prober.PhaseStarted, Ms: ms(c.started)}}
 }
 func (c *engineContainer) Usage() (budget.Usage, error) { return c.cg.usage(), nil }
 

@@ -1,4 +1,9 @@
-package prober
+// Package procfs reads what the kernel says about processes and cgroups:
+// /proc (CPU time, memory, cgroup membership, liveness) and the cgroup
+// filesystem (a cgroup's CPU, memory peak, OOM kills), for cgroup v1 and v2.
+// Every reader takes its root as a field, so tests read testdata/ trees.
+// It also pins this process's threads, which walks /proc/self/task.
+package procfs
 
 import (
 	"bufio"
@@ -24,8 +29,8 @@ type Proc struct {
 	Root string
 }
 
-// HostProc reads the machine's own /proc.
-var HostProc = Proc{Root: "/proc"}
+// Host reads the machine's own /proc.
+var Host = Proc{Root: "/proc"}
 
 // CPUStat is a process's CPU time, summed over all its threads.
 type CPUStat struct {
@@ -150,4 +155,60 @@ func scanKB(path string, want map[string]*int64) error {
 		*dst = n * 1024
 	}
 	return nil
+}
+
+// Alive reports whether process pid exists and is neither a zombie nor
+// dead (state Z or X in /proc/PID/stat).
+func (p Proc) Alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join(p.Root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	_, f, err := parseStat(string(b))
+	return err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// Cgroups reads /proc/PID/cgroup: controller → path of the process's
+// cgroup in that controller's hierarchy (see ParseCgroups).
+func (p Proc) Cgroups(pid int) (map[string]string, error) {
+	return readCgroups(filepath.Join(p.Root, strconv.Itoa(pid), "cgroup"))
+}
+
+// ThreadCgroups reads /proc/thread-self/cgroup: the cgroups of the calling
+// thread (on v1 a thread may sit in other cgroups than its process).
+func (p Proc) ThreadCgroups() (map[string]string, error) {
+	return readCgroups(filepath.Join(p.Root, "thread-self", "cgroup"))
+}
+
+func readCgroups(file string) (map[string]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	return ParseCgroups(string(b)), nil
+}
+
+// ParseCgroups reads the "hierarchy-ID:controller-list:path" lines of a
+// /proc/PID/cgroup file into controller → path ("cpu" → "/", "memory" →
+// "/a/b"); co-mounted controllers ("cpu,cpuacct") each get the path, and
+// the v2 unified hierarchy's line ("0::/path") is under "". Lines without
+// three fields are skipped.
+func ParseCgroups(s string) map[string]string {
+	out := map[string]string{}
+	for line := range strings.SplitSeq(s, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[1] == "" {
+			if f[0] == "0" {
+				out[""] = f[2]
+			}
+			continue
+		}
+		for ctl := range strings.SplitSeq(f[1], ",") {
+			out[ctl] = f[2]
+		}
+	}
+	return out
 }

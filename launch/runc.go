@@ -1,8 +1,7 @@
-package prober
+package launch
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,13 +17,14 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/ociimage"
+	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 // Phases the runc launcher adds, from T0, before process_started.
@@ -127,7 +126,7 @@ func (r *Runc) grace() time.Duration {
 // Prepare loads and unpacks the image at path, once: later calls for an
 // unchanged image return the same Rootfs.
 func (r *Runc) Prepare(ctx context.Context, path string) (*Rootfs, error) {
-	stamp, err := imageStamp(path)
+	stamp, err := ociimage.Stamp(path)
 	if err != nil {
 		return nil, fmt.Errorf("prepare image %s: %w", path, err)
 	}
@@ -141,7 +140,7 @@ func (r *Runc) Prepare(ctx context.Context, path string) (*Rootfs, error) {
 		return fs, nil
 	}
 	start := time.Now()
-	img, err := loadImage(path)
+	img, err := ociimage.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("prepare image: %w", err)
 	}
@@ -207,7 +206,7 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
 	}
 	if s.ID == "" {
-		s.ID = NewID()
+		s.ID = budget.NewID()
 	}
 	fs, err := r.Prepare(ctx, s.Path)
 	if err != nil {
@@ -247,7 +246,7 @@ type container struct {
 	pid                           int
 	pidfd                         int
 	stderrPath                    string
-	cg                            cgroupFiles
+	cg                            cgroupOf
 
 	done    chan struct{}
 	mu      sync.Mutex
@@ -359,7 +358,7 @@ func (c *container) watch() {
 	} else {
 		// No pidfd: poll. Signal 0 fails once the process is gone; a zombie
 		// still "exists", so check its state too.
-		for processAlive(c.procRoot, c.pid) {
+		for (procfs.Proc{Root: c.procRoot}).Alive(c.pid) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
@@ -373,24 +372,15 @@ func (c *container) watch() {
 	c.cleanup()
 }
 
-func processAlive(procRoot string, pid int) bool {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	_, f, err := parseStat(string(b))
-	return err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
 func (c *container) PID() int              { return c.pid }
 func (c *container) T0() time.Time         { return c.t0 }
 func (c *container) Done() <-chan struct{} { return c.done }
 
-func (c *container) Phases() []Phase {
-	return []Phase{
+func (c *container) Phases() []prober.Phase {
+	return []prober.Phase{
 		{Name: PhaseBundleReady, Ms: ms(c.bundleReady)},
 		{Name: PhaseCreated, Ms: ms(c.created)},
-		{Name: PhaseStarted, Ms: ms(c.started)},
+		{Name: prober.PhaseStarted, Ms: ms(c.started)},
 	}
 }
 
@@ -474,108 +464,34 @@ func (c *container) stderrTail() string {
 	return t.Quote()
 }
 
-// cgroupFiles are one process's cgroup directories, found from
-// /proc/PID/cgroup while it runs, so that Usage can read them.
-type cgroupFiles struct {
-	root          string // the cgroup mount root, /sys/fs/cgroup
-	cpu, mem, uni string // v1 cpuacct and memory dirs, v2 dir, below root
+// cgroupOf is one process's cgroup, found from /proc/PID/cgroup while it
+// runs, so that Usage can read it after.
+type cgroupOf struct {
+	fs procfs.CgroupFS
+	cg procfs.Cgroup
 }
 
-func findCgroups(procRoot, cgroupRoot string, pid int) cgroupFiles {
-	cg := cgroupFiles{root: cgroupRoot}
-	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+func findCgroups(procRoot, cgroupRoot string, pid int) cgroupOf {
+	m, _ := procfs.Proc{Root: procRoot}.Cgroups(pid)
+	return cgroupOf{fs: procfs.CgroupFS{Root: cgroupRoot}, cg: procfs.CgroupOf(m)}
+}
+
+// usage reads the cgroup (see procfs.CgroupFS.Usage): zero when the
+// process had none we could find, and once the cgroup is gone.
+func (c cgroupOf) usage() budget.Usage {
+	if c.cg.IsZero() {
+		return budget.Usage{}
+	}
+	u, err := c.fs.Usage(c.cg)
 	if err != nil {
-		return cg
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// hierarchy-ID:controller-list:path
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, ctrl := range strings.Split(parts[1], ",") {
-			switch ctrl {
-			case "cpuacct":
-				cg.cpu = filepath.Join("cpuacct", parts[2])
-			case "memory":
-				cg.mem = filepath.Join("memory", parts[2])
-			case "":
-				if parts[0] == "0" {
-					cg.uni = parts[2]
-				}
-			}
-		}
-	}
-	return cg
-}
-
-// usage reads the cgroup's CPU time (v1 cpuacct.usage, ns; v2 cpu.stat
-// usage_usec), peak memory (v1 memory.max_usage_in_bytes, v2 memory.peak)
-// and OOM kills. Each is zero where its file is missing, and once the cgroup
-// is gone.
-func (cg cgroupFiles) usage() budget.Usage {
-	var u budget.Usage
-	if cg.cpu != "" {
-		if v, err := readInt(filepath.Join(cg.root, cg.cpu, "cpuacct.usage")); err == nil {
-			u.CPUSeconds = float64(v) / 1e9
-			u.Cgroup = "v1:" + strings.TrimPrefix(cg.cpu, "cpuacct")
-		}
-	}
-	if cg.mem != "" {
-		dir := filepath.Join(cg.root, cg.mem)
-		if v, err := readInt(filepath.Join(dir, "memory.max_usage_in_bytes")); err == nil {
-			u.MemPeakBytes = v
-		}
-		if v, ok := readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"); ok {
-			u.OOMKills = int(v)
-		}
-	}
-	if cg.cpu == "" && cg.mem == "" && cg.uni != "" {
-		// Pure cgroup v2.
-		dir := filepath.Join(cg.root, cg.uni)
-		if v, ok := readKey(filepath.Join(dir, "cpu.stat"), "usage_usec"); ok {
-			u.CPUSeconds = float64(v) / 1e6
-			u.Cgroup = "v2:" + cg.uni
-		}
-		if v, err := readInt(filepath.Join(dir, "memory.peak")); err == nil {
-			u.MemPeakBytes = v
-		}
-		if v, ok := readKey(filepath.Join(dir, "memory.events"), "oom_kill"); ok {
-			u.OOMKills = int(v)
-		}
+		return budget.Usage{}
 	}
 	return u
 }
 
-// Usage reads the container's cgroup (see cgroupFiles.usage): zero after the
+// Usage reads the container's cgroup (see cgroupOf.usage): zero after the
 // container is deleted, which happens as soon as it exits.
 func (c *container) Usage() (budget.Usage, error) { return c.cg.usage(), nil }
-
-func readInt(path string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-}
-
-// readKey reads "key N" from a flat-keyed cgroup file.
-func readKey(path, key string) (int64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 2 && f[0] == key {
-			v, err := strconv.ParseInt(f[1], 10, 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
-}
 
 // runtimeSpec is the container's config.json: the image's process on a
 // read-only root, host network, runc's default mounts and masks, and the
@@ -701,16 +617,11 @@ func resources(b budget.Budget) *specs.LinuxResources {
 	if b.Cores > 0 || len(b.CPUs) > 0 {
 		r.CPU = &specs.LinuxCPU{}
 		if b.Cores > 0 {
-			period := uint64(100000) // µs, the kernel default
-			quota := int64(b.Cores*float64(period) + 0.5)
+			quota, period := b.CFSQuota()
 			r.CPU.Period, r.CPU.Quota = &period, &quota
 		}
 		if len(b.CPUs) > 0 {
-			s := make([]string, len(b.CPUs))
-			for i, c := range b.CPUs {
-				s[i] = strconv.Itoa(c)
-			}
-			r.CPU.Cpus = strings.Join(s, ",")
+			r.CPU.Cpus = budget.FormatCPUList(b.CPUs)
 		}
 	}
 	if b.MemBytes > 0 {
@@ -783,71 +694,6 @@ func lookupID(path, name string) (uint32, uint32, bool) {
 		return uint32(a), uint32(g), true
 	}
 	return 0, 0, false
-}
-
-// imageStamp changes when the image at path changes: the size and mtime of
-// a layout's index.json or of a tarball.
-func imageStamp(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if fi.IsDir() {
-		if fi, err = os.Stat(filepath.Join(path, "index.json")); err != nil {
-			return "", fmt.Errorf("not an OCI image layout (no index.json): %w", err)
-		}
-	}
-	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
-}
-
-// loadImage reads an OCI image layout directory (its only image, or the one
-// for this platform) or an image tarball. (builds.LoadImage does the same;
-// prober keeps its own so that builds may import prober.)
-func loadImage(path string) (v1.Image, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("load image %s: %w", path, err)
-	}
-	if !fi.IsDir() {
-		img, err := tarball.ImageFromPath(path, nil)
-		if err == nil {
-			_, err = img.Manifest()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("load image %s: not an OCI image layout or image tarball: %w", path, err)
-		}
-		return img, nil
-	}
-	idx, err := layout.ImageIndexFromPath(path)
-	if err != nil {
-		return nil, fmt.Errorf("load image %s: not an OCI image layout: %w", path, err)
-	}
-	for depth := 0; depth < 4; depth++ {
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return nil, fmt.Errorf("load image %s: %w", path, err)
-		}
-		var pick *v1.Descriptor
-		for i, d := range im.Manifests {
-			if p := d.Platform; p != nil && (p.OS != runtime.GOOS || p.Architecture != runtime.GOARCH) {
-				continue
-			}
-			if d.MediaType.IsImage() || d.MediaType.IsIndex() {
-				pick = &im.Manifests[i]
-				break
-			}
-		}
-		if pick == nil {
-			return nil, fmt.Errorf("load image %s: no image for %s/%s", path, runtime.GOOS, runtime.GOARCH)
-		}
-		if pick.MediaType.IsImage() {
-			return idx.Image(pick.Digest)
-		}
-		if idx, err = idx.ImageIndex(pick.Digest); err != nil {
-			return nil, fmt.Errorf("load image %s: %w", path, err)
-		}
-	}
-	return nil, fmt.Errorf("load image %s: indexes nested too deep", path)
 }
 
 // untar writes a flattened image filesystem (mutate.Extract) into dir,

@@ -1,4 +1,4 @@
-package prober_test
+package launch_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -70,10 +72,10 @@ func checkGone(t *testing.T, id, workDir string) {
 	}
 }
 
-func newRunc(t *testing.T) (*prober.Runc, string) {
+func newRunc(t *testing.T) (*launch.Runc, string) {
 	t.Helper()
 	work := t.TempDir()
-	r := &prober.Runc{WorkDir: work, Grace: time.Second}
+	r := &launch.Runc{WorkDir: work, Grace: time.Second}
 	t.Cleanup(func() {
 		if err := r.Close(); err != nil {
 			t.Error(err)
@@ -92,8 +94,8 @@ func runServesHealth(t *testing.T, img builds.ImageResult) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := prober.NewID()
-		inst, err := r.Launch(ctx, prober.Spec{Arm: "image", Path: path, Target: target, ID: id})
+		id := budget.NewID()
+		inst, err := r.Launch(ctx, launch.Spec{Arm: "image", Path: path, Target: target, ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +131,7 @@ func runServesHealth(t *testing.T, img builds.ImageResult) {
 				t.Errorf("container init %d is in our process group %s", inst.PID(), f[2])
 			}
 		}
-		if _, err := prober.HostProc.Mem(inst.PID()); err != nil {
+		if _, err := procfs.Host.Mem(inst.PID()); err != nil {
 			t.Errorf("Mem(%d): %v", inst.PID(), err)
 		}
 		u, err := inst.Usage()
@@ -168,9 +170,9 @@ func runBudget(t *testing.T, img builds.ImageResult) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := prober.NewID()
+	id := budget.NewID()
 	b := budget.Budget{CPUs: []int{0}, Cores: 0.5, MemBytes: 64 << 20}
-	inst, err := r.Launch(ctx, prober.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id, Budget: b})
+	inst, err := r.Launch(ctx, launch.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id, Budget: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +219,14 @@ func runServerCrash(t *testing.T, img builds.ImageResult) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := prober.NewID()
+	id := budget.NewID()
 	// An address it cannot listen on: the server exits at once.
-	inst, err := r.Launch(ctx, prober.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id, Args: []string{"--addr", "256.0.0.1:1"}})
+	inst, err := r.Launch(ctx, launch.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id, Args: []string{"--addr", "256.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = prober.WaitReady(ctx, inst, target, prober.Health{}, prober.WaitOptions{Timeout: 20 * time.Second})
-	if !errors.Is(err, prober.ErrExited) || !strings.Contains(err.Error(), "stderr:") || !strings.Contains(err.Error(), "256.0.0.1") {
+	if !errors.Is(err, launch.ErrExited) || !strings.Contains(err.Error(), "stderr:") || !strings.Contains(err.Error(), "256.0.0.1") {
 		t.Errorf("WaitReady = %v, want ErrExited with the server's stderr", err)
 	}
 	// It cleans up after itself once init has exited, and Stop is still
@@ -241,9 +243,9 @@ func runStopCancelled(t *testing.T, img builds.ImageResult) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := prober.NewID()
+	id := budget.NewID()
 	ctx, cancel := context.WithCancel(context.Background())
-	inst, err := r.Launch(ctx, prober.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id})
+	inst, err := r.Launch(ctx, launch.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +260,8 @@ func runStopCancelled(t *testing.T, img builds.ImageResult) {
 	checkGone(t, id, work)
 
 	// A launch with a cancelled context leaves nothing either.
-	id2 := prober.NewID()
-	if _, err := r.Launch(ctx, prober.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id2}); !errors.Is(err, context.Canceled) {
+	id2 := budget.NewID()
+	if _, err := r.Launch(ctx, launch.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id2}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Launch(cancelled) = %v, want context.Canceled", err)
 	}
 	checkGone(t, id2, work)
@@ -277,8 +279,8 @@ func runUnixSocket(t *testing.T, img builds.ImageResult) {
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "echo.sock")
 	target := prober.Target{Network: "unix", Address: sock}
-	id := prober.NewID()
-	inst, err := r.Launch(ctx, prober.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id, Args: []string{"--unix", sock}})
+	id := budget.NewID()
+	inst, err := r.Launch(ctx, launch.Spec{Arm: "image", Path: img.Layout, Target: target, ID: id, Args: []string{"--unix", sock}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,10 +318,10 @@ func TestRuncBadInput(t *testing.T) {
 		is    error
 	}{
 		{name: "runc binary missing", bin: "/nonexistent/runc", path: notImage,
-			want: []string{"/nonexistent/runc", "apt-get install runc", "scripts/setup.sh"}, is: prober.ErrNoRuntime},
+			want: []string{"/nonexistent/runc", "apt-get install runc", "scripts/setup.sh"}, is: launch.ErrNoRuntime},
 		{name: "runc not in PATH", path: notImage, noBin: true,
-			want: []string{"runc", "apt-get install runc"}, is: prober.ErrNoRuntime},
-		{name: "not an image", path: notImage, want: []string{notImage, "not an OCI image layout or image tarball"}},
+			want: []string{"runc", "apt-get install runc"}, is: launch.ErrNoRuntime},
+		{name: "not an image", path: notImage, want: []string{notImage, "not an image (want an OCI image layout"}},
 		{name: "dir without index.json", path: emptyPath, want: []string{emptyPath, "index.json"}},
 	}
 	for _, tt := range tests {
@@ -329,9 +331,9 @@ func TestRuncBadInput(t *testing.T) {
 			} else if tt.is == nil {
 				needRunc(t)
 			}
-			r := &prober.Runc{Binary: tt.bin, WorkDir: t.TempDir()}
+			r := &launch.Runc{Binary: tt.bin, WorkDir: t.TempDir()}
 			defer r.Close()
-			_, err := r.Launch(context.Background(), prober.Spec{Arm: "image", Path: tt.path})
+			_, err := r.Launch(context.Background(), launch.Spec{Arm: "image", Path: tt.path})
 			if err == nil {
 				t.Fatal("Launch succeeded")
 			}
@@ -351,13 +353,13 @@ func TestRuncBadInput(t *testing.T) {
 }
 
 func TestEngineUnavailable(t *testing.T) {
-	if _, err := prober.NewEngine("lxc"); err == nil || !strings.Contains(err.Error(), "docker or podman") {
+	if _, err := launch.NewEngine("lxc"); err == nil || !strings.Contains(err.Error(), "docker or podman") {
 		t.Errorf("NewEngine(lxc) = %v, want the accepted names", err)
 	}
 	t.Run("no binary", func(t *testing.T) {
-		e := &prober.Engine{Name: "podman", Binary: "/nonexistent/podman"}
-		_, err := e.Launch(context.Background(), prober.Spec{Arm: "image", Path: "unused"})
-		if !errors.Is(err, prober.ErrNoRuntime) || !strings.Contains(err.Error(), "/nonexistent/podman not found") || !strings.Contains(err.Error(), "runc") {
+		e := &launch.Engine{Name: "podman", Binary: "/nonexistent/podman"}
+		_, err := e.Launch(context.Background(), launch.Spec{Arm: "image", Path: "unused"})
+		if !errors.Is(err, launch.ErrNoRuntime) || !strings.Contains(err.Error(), "/nonexistent/podman not found") || !strings.Contains(err.Error(), "runc") {
 			t.Errorf("Launch = %v, want ErrNoRuntime naming the binary and the runc alternative", err)
 		}
 	})
@@ -368,18 +370,18 @@ func TestEngineUnavailable(t *testing.T) {
 		if exec.Command("docker", "info").Run() == nil {
 			t.Skip("a docker daemon answers here")
 		}
-		e, err := prober.NewEngine("docker")
+		e, err := launch.NewEngine("docker")
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = e.Check(context.Background())
 		t.Logf("Check: %v", err)
 		for _, want := range []string{"docker", "no working engine", "`docker info` failed", "start its daemon", "runc runtime"} {
-			if !errors.Is(err, prober.ErrNoRuntime) || !strings.Contains(err.Error(), want) {
+			if !errors.Is(err, launch.ErrNoRuntime) || !strings.Contains(err.Error(), want) {
 				t.Errorf("Check() = %v, want ErrNoRuntime mentioning %q", err, want)
 			}
 		}
-		if _, err := e.Launch(context.Background(), prober.Spec{Arm: "image", Path: "unused"}); !errors.Is(err, prober.ErrNoRuntime) {
+		if _, err := e.Launch(context.Background(), launch.Spec{Arm: "image", Path: "unused"}); !errors.Is(err, launch.ErrNoRuntime) {
 			t.Errorf("Launch = %v, want ErrNoRuntime", err)
 		}
 	})

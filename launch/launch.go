@@ -1,4 +1,10 @@
-package prober
+// Package launch starts server instances for measuring: a plain child
+// process (Process), a runc container from an OCI image (Runc), or a
+// docker/podman container (Engine), each inside a CPU and memory budget,
+// with t0 taken right before the start and phases measured from it. Every
+// Launcher returns an Instance that is stopped, reaped and cleaned up by
+// Stop.
+package launch
 
 import (
 	"context"
@@ -13,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 // Spec says how to start one server instance.
@@ -27,7 +34,7 @@ type Spec struct {
 	Dir  string
 	// Target is where the server will listen. For TCP, PORT is set to its
 	// port (the Knative convention).
-	Target Target
+	Target prober.Target
 	// Budget is the CPU and memory budget it runs in (zero = none).
 	Budget budget.Budget
 	// ID is unique per instance; it keys the instance's cgroup, container
@@ -47,7 +54,7 @@ type Instance interface {
 	T0() time.Time
 	// Phases are the launcher's own phases from T0 (process_started for a
 	// plain process; bundle_ready, created, process_started for runc).
-	Phases() []Phase
+	Phases() []prober.Phase
 	// Done is closed when the server has exited.
 	Done() <-chan struct{}
 	// Err says why it exited (exit status and the tail of its stderr); nil
@@ -79,7 +86,7 @@ var _ Launcher = Process{}
 // Launch starts s as a child process inside s.Budget.
 func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if s.ID == "" {
-		s.ID = NewID()
+		s.ID = budget.NewID()
 	}
 	pl, err := s.Budget.Place(s.ID)
 	if err != nil {
@@ -146,8 +153,8 @@ type proc struct {
 func (p *proc) PID() int              { return p.cmd.Process.Pid }
 func (p *proc) T0() time.Time         { return p.t0 }
 func (p *proc) Done() <-chan struct{} { return p.done }
-func (p *proc) Phases() []Phase {
-	return []Phase{{Name: PhaseStarted, Ms: ms(p.started)}}
+func (p *proc) Phases() []prober.Phase {
+	return []prober.Phase{{Name: prober.PhaseStarted, Ms: ms(p.started)}}
 }
 
 func (p *proc) Err() error {
@@ -188,20 +195,6 @@ func (p *proc) Stop(ctx context.Context) error {
 	<-p.done
 	return nil
 }
-
-// NewID returns an id unique to this process and moment, for keying
-// cgroups, containers and temp dirs of one instance.
-func NewID() string {
-	idMu.Lock()
-	defer idMu.Unlock()
-	idSeq++
-	return fmt.Sprintf("coldstart-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9, idSeq)
-}
-
-var (
-	idMu  sync.Mutex
-	idSeq int
-)
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
