@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 
-	"golang.org/x/sys/unix"
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/coldstart-go/coldstart/budget"
@@ -104,51 +102,6 @@ func quantiles(xs []float64, ps ...float64) []float64 {
 	sort.Float64s(s)
 	for i, p := range ps {
 		out[i] = stat.Quantile(p, stat.Empirical, s, nil)
-	}
-	return out
-}
-
-// PinSelf restricts every thread of this process (and threads it starts
-// later) to cpus, so the prober stays off the server's CPUs.
-func PinSelf(cpus []int) error {
-	var set unix.CPUSet
-	for _, c := range cpus {
-		set.Set(c)
-	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("pin prober: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("pin prober to CPUs %s: %w", budget.FormatCPUList(cpus), err)
-		}
-	}
-	return nil
-}
-
-// proberCPUs picks where the prober runs for a server budget: the CPUs it
-// is allowed outside the server's CPU set, or all when that leaves none.
-func proberCPUs(all []int, b budget.Budget) []int {
-	if len(b.CPUs) == 0 {
-		return all
-	}
-	in := map[int]bool{}
-	for _, c := range b.CPUs {
-		in[c] = true
-	}
-	var out []int
-	for _, c := range all {
-		if !in[c] {
-			out = append(out, c)
-		}
-	}
-	if len(out) == 0 {
-		return all
 	}
 	return out
 }

@@ -90,21 +90,21 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	if checker == nil {
 		checker = prober.Health{}
 	}
-	all, err := budget.AllowedCPUs() // as this process started: what PinSelf restores
+	all, err := budget.AllowedCPUs() // as this process started: what is restored after
 	if err != nil {
 		return nil, err
 	}
-	defer PinSelf(all) // leave this process as we found it
+	defer procfs.Host.PinSelf(all) // leave this process as we found it
 
 	samples := map[key][]prober.Sample{}
 	for run := 0; run <= c.Runs; run++ {
 		for _, b := range budgets {
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
-				pcpus = proberCPUs(all, b)
+				pcpus = budget.Complement(all, b.CPUs)
 			}
-			if err := PinSelf(pcpus); err != nil {
-				return nil, err
+			if err := procfs.Host.PinSelf(pcpus); err != nil {
+				return nil, fmt.Errorf("pin prober to CPUs %s: %w", budget.FormatCPUList(pcpus), err)
 			}
 			for _, a := range c.Arms {
 				s, err := c.probeOnce(ctx, a, b, checker, all, run == 0)
@@ -132,7 +132,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
-				pcpus = proberCPUs(all, b)
+				pcpus = budget.Complement(all, b.CPUs)
 			}
 			sum.ProberCPUs = budget.FormatCPUList(pcpus)
 			out = append(out, sum)

@@ -2,31 +2,11 @@ package steady
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
-)
 
-// setAffinity restricts every thread of this process to set. Threads the
-// runtime starts later inherit the affinity of the thread that creates
-// them, so this also covers the threads to come.
-func setAffinity(set *unix.CPUSet) error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("pin generator: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("pin generator thread %d: %w", tid, err)
-		}
-	}
-	return nil
-}
+	"github.com/coldstart-go/coldstart/internal/procfs"
+)
 
 func cpuSet(cpus []int) *unix.CPUSet {
 	var set unix.CPUSet
@@ -58,12 +38,12 @@ func (p *pin) apply() error {
 	if p == nil {
 		return nil
 	}
-	return setAffinity(p.gen)
+	return procfs.Host.SetAffinity(p.gen)
 }
 
 func (p *pin) release() error {
 	if p == nil {
 		return nil
 	}
-	return setAffinity(p.orig)
+	return procfs.Host.SetAffinity(p.orig)
 }

@@ -371,15 +371,7 @@ func pinGenerator(cfg *steady.Config, cpus []int) error {
 	if err != nil {
 		return fmt.Errorf("--pin-generator: %w", err)
 	}
-	var rest []int
-	for _, c := range all {
-		if !contains(cpus, c) {
-			rest = append(rest, c)
-		}
-	}
-	if len(rest) == 0 {
-		rest = all
-	}
+	rest := budget.Complement(all, cpus)
 	for i, b := range cfg.Budgets {
 		if len(b.CPUs) == 0 {
 			cfg.Budgets[i].CPUs = rest
@@ -387,13 +379,4 @@ func pinGenerator(cfg *steady.Config, cpus []int) error {
 	}
 	cfg.GeneratorCPUs = cpus
 	return nil
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
