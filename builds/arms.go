@@ -172,14 +172,14 @@ func (b *goBuild) buildInto(ctx context.Context, src Source, dir string) (Artifa
 	a.Command = steps
 	a.BuiltAt = time.Now().UTC().Format(time.RFC3339)
 	a.Path = out
-	if err := a.fill(); err != nil {
+	if err := fill(&a); err != nil {
 		return Artifact{}, err
 	}
 	return a, nil
 }
 
 // fill sets the size and sha256 of a.Path.
-func (a *Artifact) fill() error {
+func fill(a *Artifact) error {
 	sum, n, err := sumFile(a.Path)
 	if err != nil {
 		return fmt.Errorf("read artifact: %w", err)
@@ -202,7 +202,7 @@ func asIs(bin string) (Artifact, error) {
 		a.GoVersion = bi.GoVersion
 		a.Package = bi.Path
 	}
-	if err := a.fill(); err != nil {
+	if err := fill(&a); err != nil {
 		return Artifact{}, err
 	}
 	if fi, err := os.Stat(abs); err == nil {
@@ -321,7 +321,7 @@ func (b *upxBuild) buildInto(ctx context.Context, src Source, dir string) (Artif
 	if src.Bin != "" {
 		a.Flags = strings.TrimSpace("upx " + strings.Join(b.o.UPXLevel.flags(), " "))
 	}
-	if err := a.fill(); err != nil {
+	if err := fill(&a); err != nil {
 		return Artifact{}, err
 	}
 	return a, nil

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/launch"
@@ -90,18 +87,4 @@ func newTarget(tr Transport, fixed prober.Target, c prober.Checker) (prober.Targ
 	}
 	t, err := prober.ChooseTarget(fixed, c, prober.Template{}, "")
 	return t, func() {}, err
-}
-
-// quantiles returns the p-quantiles of xs (empirical, no interpolation).
-func quantiles(xs []float64, ps ...float64) []float64 {
-	out := make([]float64, len(ps))
-	if len(xs) == 0 {
-		return out
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	for i, p := range ps {
-		out[i] = stat.Quantile(p, stat.Empirical, s, nil)
-	}
-	return out
 }

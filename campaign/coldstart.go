@@ -12,6 +12,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/prober"
+	results "github.com/coldstart-go/coldstart/record"
 )
 
 // ColdStart configures a cold-start campaign.
@@ -37,37 +38,8 @@ type ColdStart struct {
 	Log      io.Writer
 }
 
-// Summary is one arm under one budget: the figures of its counted runs.
-type Summary struct {
-	Arm    string `json:"arm"`
-	Budget string `json:"budget"`
-	Runs   int    `json:"runs"`
-	// Spawn to first ready RPC, milliseconds.
-	MedianMs float64 `json:"median_ms"`
-	P90Ms    float64 `json:"p90_ms"`
-	MinMs    float64 `json:"min_ms"`
-	MaxMs    float64 `json:"max_ms"`
-	// Medians of the phases, milliseconds from t0.
-	StartedMs   float64 `json:"started_ms" render:"-"`
-	AcceptingMs float64 `json:"accepting_ms" render:"-"`
-	// Medians of the server's figures at first RPC.
-	StartupCPUMs float64 `json:"startup_cpu_ms"`
-	RSSBytes     int64   `json:"rss_bytes" render:"bytes"`
-	PSSBytes     int64   `json:"pss_bytes" render:"bytes"`
-	SizeBytes    int64   `json:"size_bytes" render:"bytes"`
-	// Medians of what the budget's cgroup reports (0 without one), and the
-	// GOMAXPROCS Go picks under the budget.
-	CgroupCPUMs        float64 `json:"cgroup_cpu_ms"`
-	CgroupMemPeakBytes int64   `json:"cgroup_mem_peak_bytes" render:"bytes"`
-	GOMAXPROCS         int     `json:"gomaxprocs_predicted"`
-	// Median of the prober's own CPU per probe, and where it ran.
-	ProberCPUMs float64 `json:"prober_cpu_ms"`
-	ProberCPUs  string  `json:"prober_cpus"`
-	Probe       string  `json:"probe"`
-	// PhasesMs holds the median of every phase seen, launcher phases
-	// included (runc: bundle_ready, created).
-	PhasesMs map[string]float64 `json:"phases_ms"`
-}
+// Summary is one arm under one budget (record.Summary).
+type Summary = results.Summary
 
 // Run measures every arm under every budget: one warm-up round (run 0,
 // recorded but not counted), then Runs rounds with the arms interleaved
@@ -128,7 +100,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	var out []Summary
 	for _, b := range budgets {
 		for _, a := range c.Arms {
-			sum := Summarize(samples[key{a.Name, b.String()}])
+			sum := results.Summarize(samples[key{a.Name, b.String()}])
 			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
@@ -243,45 +215,3 @@ func selfCPU() time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// Summarize reduces counted samples to medians and a range. Samples with
-// an error are left out.
-func Summarize(ss []prober.Sample) Summary {
-	var sum Summary
-	var first, cpu, rss, pss, pcpu, cgcpu, cgmem []float64
-	phases := map[string][]float64{}
-	for _, s := range ss {
-		if s.Error != "" || s.Warmup {
-			continue
-		}
-		first = append(first, s.FirstRPCMs)
-		cpu = append(cpu, s.StartupCPUMs)
-		rss = append(rss, float64(s.RSSBytes))
-		pss = append(pss, float64(s.PSSBytes))
-		pcpu = append(pcpu, s.ProberCPUMs)
-		cgcpu = append(cgcpu, s.CgroupCPUMs)
-		cgmem = append(cgmem, float64(s.CgroupMemPeakBytes))
-		sum.GOMAXPROCS = s.GOMAXPROCSPredicted
-		for _, p := range s.Phases {
-			phases[p.Name] = append(phases[p.Name], p.Ms)
-		}
-	}
-	sum.Runs, sum.PhasesMs = len(first), map[string]float64{}
-	if len(first) == 0 {
-		return sum
-	}
-	q := quantiles(first, 0.5, 0.9, 0, 1)
-	sum.MedianMs, sum.P90Ms, sum.MinMs, sum.MaxMs = q[0], q[1], q[2], q[3]
-	sum.StartupCPUMs = quantiles(cpu, 0.5)[0]
-	sum.RSSBytes = int64(quantiles(rss, 0.5)[0])
-	sum.PSSBytes = int64(quantiles(pss, 0.5)[0])
-	sum.ProberCPUMs = quantiles(pcpu, 0.5)[0]
-	sum.CgroupCPUMs = quantiles(cgcpu, 0.5)[0]
-	sum.CgroupMemPeakBytes = int64(quantiles(cgmem, 0.5)[0])
-	for name, xs := range phases {
-		sum.PhasesMs[name] = quantiles(xs, 0.5)[0]
-	}
-	sum.StartedMs = sum.PhasesMs[prober.PhaseStarted]
-	sum.AcceptingMs = sum.PhasesMs[prober.PhaseAccepting]
-	return sum
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
+	results "github.com/coldstart-go/coldstart/record"
 )
 
 // Density configures a density measurement: N idle instances of each arm
@@ -26,33 +27,12 @@ type Density struct {
 	Log       io.Writer
 }
 
-// DensityRow is one arm's memory with Instances idle instances running.
-// PSS divides shared pages among the processes sharing them, so it is what
-// one more instance really costs; RSS counts shared pages in full.
-type DensityRow struct {
-	Arm       string `json:"arm"`
-	Budget    string `json:"budget"`
-	Instances int    `json:"instances"`
-	// Per instance: the median over the instances.
-	PSSBytes     int64 `json:"pss_bytes" render:"bytes"`
-	PSSAnonBytes int64 `json:"pss_anon_bytes" render:"bytes"`
-	RSSBytes     int64 `json:"rss_bytes" render:"bytes"`
-	// Sums over all instances.
-	TotalPSSBytes int64 `json:"total_pss_bytes" render:"bytes"`
-	TotalRSSBytes int64 `json:"total_rss_bytes" render:"bytes"`
-	SizeBytes     int64 `json:"size_bytes" render:"bytes"`
-}
+// DensityRow is one arm's memory with Instances idle instances running
+// (record.DensityRow).
+type DensityRow = results.DensityRow
 
-// DensitySample is one instance's memory, a raw row.
-type DensitySample struct {
-	Arm          string `json:"arm"`
-	Budget       string `json:"budget"`
-	Instance     int    `json:"instance"`
-	PID          int    `json:"pid"`
-	RSSBytes     int64  `json:"rss_bytes"`
-	PSSBytes     int64  `json:"pss_bytes"`
-	PSSAnonBytes int64  `json:"pss_anon_bytes"`
-}
+// DensitySample is one instance's memory, a raw row (record.DensitySample).
+type DensitySample = results.DensitySample
 
 // Run starts the instances of one arm at a time, waits until all answer,
 // lets them settle, reads each one's memory, and stops them all.
@@ -139,8 +119,8 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record 
 		row.TotalPSSBytes += m.PSS
 		row.TotalRSSBytes += m.RSS
 	}
-	row.PSSBytes = int64(quantiles(pss, 0.5)[0])
-	row.PSSAnonBytes = int64(quantiles(anon, 0.5)[0])
-	row.RSSBytes = int64(quantiles(rss, 0.5)[0])
+	row.PSSBytes = int64(results.Quantiles(pss, 0.5)[0])
+	row.PSSAnonBytes = int64(results.Quantiles(anon, 0.5)[0])
+	row.RSSBytes = int64(results.Quantiles(rss, 0.5)[0])
 	return row, nil
 }

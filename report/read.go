@@ -10,15 +10,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/coldstart-go/coldstart/builds"
-	"github.com/coldstart-go/coldstart/campaign"
-	"github.com/coldstart-go/coldstart/internal/provenance"
-	"github.com/coldstart-go/coldstart/prober"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Schema is the results-file schema this package reads; files naming
@@ -33,29 +32,29 @@ type Provenance struct {
 }
 
 // Artifact is one built arm, as builds writes it.
-type Artifact = builds.Artifact
+type Artifact = record.Artifact
 
 // Phase is a named time from spawn, in milliseconds.
-type Phase = prober.Phase
+type Phase = record.Phase
 
 // Sample is one cold start, as prober records it.
-type Sample = prober.Sample
+type Sample = record.Sample
 
 // Summary is one arm under one budget in a cold-start campaign, as
 // campaign summarizes it. Times are milliseconds from spawn.
 type Summary struct {
-	campaign.Summary
+	record.Summary
 	// FromSamples: the file held no summary for this arm and budget (an
 	// interrupted campaign); the report computed it from the samples.
 	FromSamples bool `json:"-"`
 }
 
 // DensitySample is one idle instance's memory, as campaign records it.
-type DensitySample = campaign.DensitySample
+type DensitySample = record.DensitySample
 
 // DensityRow is one arm's memory per idle instance (medians over the
 // instances running side by side), as campaign records it.
-type DensityRow = campaign.DensityRow
+type DensityRow = record.DensityRow
 
 // SteadyRow is one measured steady-state step (steady.Row). Times are
 // microseconds; AllocBytesPerCall is nil when the server did not serve
@@ -386,7 +385,7 @@ func (c *Campaign) fillSummaries() {
 	}
 	for _, k := range order {
 		// Summarized exactly as a finished campaign's are.
-		s := Summary{Summary: campaign.Summarize(groups[k]), FromSamples: true}
+		s := Summary{Summary: record.Summarize(groups[k]), FromSamples: true}
 		if s.Runs == 0 {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // runOnKnative measures scale-from-zero of the Services `coldstart deploy`
@@ -64,7 +65,7 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s arm on knative: %w", arm, err)
 		}
-		s := campaign.Summarize(samples)
+		s := record.Summarize(samples)
 		s.Arm, s.Budget, s.Probe = arm, "knative", checker.Name()
 		if err := rf.Add("summary", s); err != nil {
 			return err

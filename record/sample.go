@@ -1,0 +1,60 @@
+// Package record holds the rows coldstart's results files carry: each
+// build's Artifact, each cold start's Sample with its Phases, the Summary of
+// an arm under a budget, density rows. Producers (builds, prober, campaign)
+// write them and report reads them; this package depends on none of them,
+// so reading results pulls in no launcher, container or image code.
+package record
+
+// Phase is a named timestamp of one cold start, measured from t0 (taken
+// immediately before the server was started).
+type Phase struct {
+	Name string  `json:"name"`
+	Ms   float64 `json:"ms"`
+}
+
+// Phase names shared by every launcher, in the order they happen. Launchers
+// may add their own (runc: "bundle_ready", "created"; Knative:
+// "deployment_scaled", "pod_scheduled", "container_started", "pod_ready").
+const (
+	PhaseStarted    = "process_started" // Start (fork/exec) returned
+	PhaseAccepting  = "accepting"       // first successful connect()
+	PhaseFirstReply = "first_answer"    // first RPC answered (maybe NOT_SERVING)
+	PhaseFirstRPC   = "first_rpc"       // first ready answer: the cold start
+)
+
+// Sample is one probe of one cold start: a raw row of a campaign.
+type Sample struct {
+	Arm    string `json:"arm"`
+	Budget string `json:"budget"`
+	Run    int    `json:"run"`    // 0 is the uncounted warm-up round
+	Warmup bool   `json:"warmup"` // excluded from summaries
+	// FirstRPCMs is spawn to first ready RPC, in milliseconds.
+	FirstRPCMs float64 `json:"first_rpc_ms"`
+	Phases     []Phase `json:"phases"`
+	// StartupCPUMs is the server's utime+stime (all threads) at first RPC.
+	StartupCPUMs float64 `json:"startup_cpu_ms"`
+	RSSBytes     int64   `json:"rss_bytes"`
+	PSSBytes     int64   `json:"pss_bytes"`
+	// CgroupCPUMs and CgroupMemPeakBytes are what the budget's cgroup
+	// itself reports at first RPC (0 without a cgroup: budgets max and
+	// cpus= need none).
+	CgroupCPUMs        float64 `json:"cgroup_cpu_ms,omitempty"`
+	CgroupMemPeakBytes int64   `json:"cgroup_mem_peak_bytes,omitempty"`
+	// GOMAXPROCSPredicted is what Go >= 1.25 picks under the budget:
+	// min(CPU set, max(2, ceil(quota))). steady run reads the real value.
+	GOMAXPROCSPredicted int `json:"gomaxprocs_predicted,omitempty"`
+	// ProberCPUMs is the prober's own CPU time during this probe.
+	ProberCPUMs float64 `json:"prober_cpu_ms"`
+	Attempts    int     `json:"attempts"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// Phase returns the named phase's time from t0 and whether it was seen.
+func (s Sample) Phase(name string) (float64, bool) {
+	for _, p := range s.Phases {
+		if p.Name == name {
+			return p.Ms, true
+		}
+	}
+	return 0, false
+}
