@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coldstart-go/coldstart/internal/atomicfile"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/report"
 )
@@ -194,7 +194,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if o.Out == "" {
 		return write(w)
 	}
-	return writeAtomic(o.Out, write)
+	return atomicfile.Write(o.Out, 0o644, write)
 }
 
 func relDir(base, dir string) (string, error) {
@@ -207,28 +207,4 @@ func relDir(base, dir string) (string, error) {
 		return "", fmt.Errorf("resolve %s: %w", dir, err)
 	}
 	return filepath.Rel(ab, ad)
-}
-
-// writeAtomic writes path through a temp file in its directory and a
-// rename, so a reader never sees half a report.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	werr := write(tmp)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/coldstart-go/coldstart/internal/atomicfile"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 )
 
@@ -81,22 +82,5 @@ func (f *File) Add(kind string, v any) error {
 }
 
 func (f *File) flush() error {
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".tmp-"+filepath.Base(f.path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if _, err := tmp.Write(f.buf.Bytes()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(f.path, f.buf.Bytes(), 0o644)
 }
