@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+
+	"github.com/coldstart-go/coldstart/internal/noise"
 	"io"
 	"path/filepath"
 	"sort"
@@ -420,14 +422,30 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 		if s.RateReq > 0 {
 			rate = fmt.Sprintf("%.0f", s.RateReq)
 		}
+		rounds := "1"
+		if s.Rounds > 0 {
+			rounds = fmt.Sprint(s.Rounds)
+			if s.Missing > 0 {
+				rounds += fmt.Sprintf(" (%d missing)", s.Missing)
+			}
+			if s.BusyRounds > 0 {
+				rounds += fmt.Sprintf(", %d busy", s.BusyRounds)
+			}
+		}
 		rows = append(rows, []string{
 			s.Arm + dagger(s.Doubt()), s.Budget, s.Protocol, s.Scenario, fmt.Sprint(s.PayloadBytes), fmt.Sprint(s.Concurrency),
-			fmt.Sprint(s.Conns), rate, us(s.P50Us), us(s.P99Us), us(s.P999Us), fmt.Sprintf("%.0f", s.CallsPerS),
-			us(s.ServerCPUUsPerCall), us(s.ClientCPUUsPerCall), alloc, mibOrEmpty(s.PeakRSSBytes), fmt.Sprint(s.Errors),
+			fmt.Sprint(s.Conns), rate, rounds, us(s.P50Us) + ciText(s.P50UsCI), us(s.P99Us), us(s.P999Us),
+			fmt.Sprintf("%.0f", s.CallsPerS) + ciText0(s.CallsPerSCI),
+			usOrDash(s.ServerCPUUsPerCall) + ciText(s.ServerCPUUsPerCallCI), us(s.ClientCPUUsPerCall), alloc, mibOrDash(s.PeakRSSBytes), fmt.Sprint(s.Errors),
 		})
 	}
-	m.table([]string{"arm", "budget", "protocol", "scenario", "payload B", "in flight", "conns", "rate/s", "p50 µs", "p99 µs", "p99.9 µs",
+	m.table([]string{"arm", "budget", "protocol", "scenario", "payload B", "in flight", "conns", "rate/s", "rounds", "p50 µs", "p99 µs", "p99.9 µs",
 		"calls/s", "server CPU µs/call", "client CPU µs/call", "alloc B/call", "peak RSS", "errors"}, rows)
+	if c.hasRounds() {
+		m.p("Figures are medians over the rounds (one window per arm per round, arms interleaved, order rotated each round), "+
+			"[bracketed] their %.0f%% intervals (none below 6 rounds); \"busy\" rounds ran while other work kept more than %.2f CPUs busy; \"–\" is a reading that failed.\n\n",
+			100*r.confidence(), noise.BusyOtherCPUs)
+	}
 	m.p("%s Open-loop latency counts from each call's intended send time.\n\n", provenanceLine(c))
 
 	ps := pairsAll(c)
@@ -517,4 +535,43 @@ func firstLineOf(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+func (c *Campaign) hasRounds() bool {
+	for _, s := range c.Steady {
+		if s.Rounds > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ciText renders an interval as " [lo–hi]", or "" when it is unknown.
+func ciText(iv *Interval) string {
+	if iv == nil || iv.Low == nil || iv.High == nil {
+		return ""
+	}
+	return " [" + us(*iv.Low) + "–" + us(*iv.High) + "]"
+}
+
+func ciText0(iv *Interval) string {
+	if iv == nil || iv.Low == nil || iv.High == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [%.0f–%.0f]", *iv.Low, *iv.High)
+}
+
+// usOrDash and mibOrDash show a reading that failed (0 after JSON null) as –.
+func usOrDash(v float64) string {
+	if v <= 0 {
+		return "–"
+	}
+	return us(v)
+}
+
+func mibOrDash(b int64) string {
+	if b <= 0 {
+		return "–"
+	}
+	return mib(b)
 }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -87,6 +88,27 @@ type SteadyRow struct {
 	Errors             int64    `json:"errors"`
 	ErrorRate          float64  `json:"error_rate"`
 	FirstError         string   `json:"first_error"`
+	// Round numbers a window of `steady run --rounds` (step_round
+	// records); 0 in a row of medians over rounds.
+	Round int `json:"round"`
+	// Noise is what else the machine did during the window (rounds only).
+	Noise *noise.Window `json:"noise"`
+	// Over rounds (a row of medians): how many, how many lacked a server
+	// reading, how many ran on a busy host, and the medians' intervals.
+	Rounds               int       `json:"rounds"`
+	Missing              int       `json:"missing"`
+	BusyRounds           int       `json:"busy_rounds"`
+	Confidence           float64   `json:"confidence"`
+	CallsPerSCI          *Interval `json:"calls_per_s_ci"`
+	P50UsCI              *Interval `json:"p50_us_ci"`
+	P99UsCI              *Interval `json:"p99_us_ci"`
+	ServerCPUUsPerCallCI *Interval `json:"server_cpu_us_per_call_ci"`
+}
+
+// Interval is a median's confidence interval; a nil bound is unknown.
+type Interval struct {
+	Low  *float64 `json:"low"`
+	High *float64 `json:"high"`
 }
 
 // SteadyKinds are the record kinds read as steady-state rows: `steady run`

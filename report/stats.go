@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
@@ -26,8 +27,9 @@ const (
 
 // DoubtRule states the rules above, for the report's readers.
 var DoubtRule = fmt.Sprintf("a cold-start row is doubted (†) when max > %g× min, p90 > %g× median, or it has fewer than %d runs; "+
-	"a density row when its instances' PSS differ by more than %g×; a steady row when any call failed",
-	NoisyRangeRatio, NoisyTailRatio, MinRuns, DensitySpreadRatio)
+	"a density row when its instances' PSS differ by more than %g×; a steady row when any call failed, "+
+	"when its calls/s interval over rounds spans more than %.0f%% of the median, or when most of its rounds ran on a busy host",
+	NoisyRangeRatio, NoisyTailRatio, MinRuns, DensitySpreadRatio, 100*SteadySpread)
 
 // Doubt says why a cold-start row is doubted ("" = it is not).
 func (s Summary) Doubt() string {
@@ -42,12 +44,26 @@ func (s Summary) Doubt() string {
 	return ""
 }
 
+// SteadySpread: a steady row of medians over rounds whose calls/s
+// interval spans more than this fraction of its median (high − low over
+// median) is doubted: the rounds disagree.
+const SteadySpread = 0.2
+
 // Doubt says why a steady row is doubted ("" = it is not).
 func (r SteadyRow) Doubt() string {
+	var why []string
 	if r.Errors > 0 {
-		return fmt.Sprintf("%d errors", r.Errors)
+		why = append(why, fmt.Sprintf("%d errors", r.Errors))
 	}
-	return ""
+	if iv := r.CallsPerSCI; iv != nil && iv.Low != nil && iv.High != nil && r.CallsPerS > 0 {
+		if spread := (*iv.High - *iv.Low) / r.CallsPerS; spread > SteadySpread {
+			why = append(why, fmt.Sprintf("rounds spread %.0f%% of calls/s", 100*spread))
+		}
+	}
+	if r.Rounds > 0 && r.BusyRounds*2 > r.Rounds {
+		why = append(why, fmt.Sprintf("%d/%d rounds on a busy host", r.BusyRounds, r.Rounds))
+	}
+	return strings.Join(why, "; ")
 }
 
 // densityDoubt says why a density row is doubted, from its samples.

@@ -15,7 +15,8 @@ func benchGenerator(b *testing.B, proto Protocol, sc Scenario, concurrency int) 
 	arm := Arm{Name: "default", Path: testservers.BuildPackage(b, testservers.Echo), Args: SampleArgs}
 	var c collect
 	cfg := Config{
-		Arms: []Arm{arm}, Protocols: []Protocol{proto}, Scenarios: []Scenario{sc},
+		Rounds: 1,
+		Arms:   []Arm{arm}, Protocols: []Protocol{proto}, Scenarios: []Scenario{sc},
 		Concurrency: []int{concurrency}, Warmup: 2000, Calls: max(b.N, 1000),
 		Budgets: []budget.Budget{{CPUs: []int{0}}}, GeneratorCPUs: []int{1},
 	}
@@ -24,7 +25,9 @@ func benchGenerator(b *testing.B, proto Protocol, sc Scenario, concurrency int) 
 	}
 	r := c.rows[len(c.rows)-1]
 	b.ReportMetric(r.ClientCPUUsPerCall, "client-cpu-µs/call")
-	b.ReportMetric(r.ServerCPUUsPerCall, "server-cpu-µs/call")
+	if r.ServerCPUUsPerCall != nil {
+		b.ReportMetric(*r.ServerCPUUsPerCall, "server-cpu-µs/call")
+	}
 	b.ReportMetric(r.CallsPerS, "calls/s")
 	b.ReportMetric(0, "ns/op")
 }

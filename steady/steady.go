@@ -19,6 +19,8 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/launch"
+	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -130,6 +132,11 @@ type Config struct {
 	// pin). Servers are started unpinned from it, so a budget may give them
 	// other CPUs.
 	GeneratorCPUs []int
+	// Rounds is the number of measured windows per arm and step, the arms
+	// interleaved round by round (0 = DefaultRounds).
+	Rounds int
+	// Confidence is the level of the intervals over rounds (0 = 95%).
+	Confidence float64
 	// Launcher starts the servers (nil = launch.Process{}).
 	Launcher launch.Launcher
 	// Log gets progress lines and spawned command lines (nil = quiet).
@@ -193,6 +200,9 @@ func (c Config) withDefaults() Config {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	if c.Rounds == 0 {
+		c.Rounds = DefaultRounds
+	}
 	return c
 }
 
@@ -235,6 +245,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--protocol: unknown protocol %q (known: grpc, http1, h2c)", p)
 		}
 	}
+	if c.Rounds < 0 {
+		return fmt.Errorf("--rounds: %d, want at least 1 measured window per arm and step", c.Rounds)
+	}
+	if c.Confidence != 0 {
+		if err := stats.CheckConfidence(c.Confidence); err != nil {
+			return fmt.Errorf("--confidence: %w", err)
+		}
+	}
 	if c.Calls < 0 {
 		return fmt.Errorf("--calls: %d is negative", c.Calls)
 	}
@@ -271,9 +289,11 @@ func known[T comparable](list []T, v T) bool {
 }
 
 // Row is one measured step. Times are in microseconds, sizes in bytes,
-// CPU per call in microseconds of CPU time; pointers are nil (empty in
-// tables) when the figure is not available, e.g. allocation for a server
-// that does not serve runtime metrics.
+// CPU per call in microseconds of CPU time; pointers are nil (JSON null,
+// "–" in tables) when the figure is not available: allocation for a server
+// that does not serve runtime metrics, server CPU or memory that could not
+// be read. A row with Round > 0 is one measured window; a row with Round
+// 0 holds the medians over its step's rounds, with RoundStats.
 type Row struct {
 	Arm      string   `json:"arm"`
 	Budget   string   `json:"budget"`
@@ -306,23 +326,31 @@ type Row struct {
 	ServiceP99Us float64 `json:"service_p99_us,omitempty"`
 	ServiceMaxUs float64 `json:"service_max_us,omitempty"`
 
-	ServerCPUUsPerCall float64  `json:"server_cpu_us_per_call"`
+	ServerCPUUsPerCall *float64 `json:"server_cpu_us_per_call"`
 	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
 	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
 	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
 	GoMaxProcs         int      `json:"gomaxprocs,omitempty"`
-	PeakRSSBytes       int64    `json:"peak_rss_bytes"`
-	RSSBytes           int64    `json:"rss_bytes"`
-	PSSBytes           int64    `json:"pss_bytes"`
+	PeakRSSBytes       *int64   `json:"peak_rss_bytes"`
+	RSSBytes           *int64   `json:"rss_bytes"`
+	PSSBytes           *int64   `json:"pss_bytes"`
 
 	Errors     int64   `json:"errors"`
 	ErrorRate  float64 `json:"error_rate"`
 	FirstError string  `json:"first_error,omitempty"`
+
+	// Round numbers a measured window (1..Config.Rounds); 0 in the row of
+	// medians over the rounds.
+	Round int `json:"round,omitempty" render:"-"`
+	// Noise is what else the machine did during this window (rounds only).
+	Noise *noise.Window `json:"noise,omitempty" render:"-"`
+	RoundStats
 }
 
-// Run measures every arm under every budget, calling record with each row
-// as soon as it is measured (so an interrupted run keeps its rows). It stops
-// at the first arm that fails, returning an error that names it.
+// Run measures every arm under every budget in interleaved rounds (see
+// runBudgetRounds), calling record with each row as soon as it is measured
+// (so an interrupted run keeps the rounds it finished). It stops at the
+// first arm that fails, returning an error that names it.
 func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -337,10 +365,8 @@ func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 		defer p.release()
 	}
 	for _, b := range cfg.Budgets {
-		for _, a := range cfg.Arms {
-			if err := runArm(ctx, cfg, p, a, b, record); err != nil {
-				return err
-			}
+		if err := runBudgetRounds(ctx, cfg, p, b, record); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -401,20 +427,28 @@ func expandArgs(args []string, ad addrs) (out []string, httpNamed bool) {
 	return out, httpNamed
 }
 
-func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, record func(Row) error) error {
+// startArm starts one arm's server under b and waits until it is ready.
+func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (_ *server, err error) {
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for _, c := range cleanup {
+				c()
+			}
+		}
+	}()
 	var ad addrs
-	var err error
 	for _, t := range []*prober.Target{&ad.grpc, &ad.http, &ad.debug} {
 		if *t, err = prober.FreeTCP(); err != nil {
-			return fmt.Errorf("arm %s: %w", a.Name, err)
+			return nil, fmt.Errorf("arm %s: %w", a.Name, err)
 		}
 	}
 	if usesSocket(a.Args) {
 		dir, err := os.MkdirTemp("", "st-")
 		if err != nil {
-			return fmt.Errorf("arm %s: make socket dir: %w", a.Name, err)
+			return nil, fmt.Errorf("arm %s: make socket dir: %w", a.Name, err)
 		}
-		defer os.RemoveAll(dir)
+		cleanup = append(cleanup, func() { os.RemoveAll(dir) })
 		ad.grpc = prober.Target{Network: "unix", Address: prober.SocketPath(dir)}
 	}
 	args, httpNamed := expandArgs(a.Args, ad)
@@ -434,10 +468,10 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 		spec.Log = cfg.Log
 	}
 	if err := prober.EnsureFree(ctx, ad.grpc); err != nil {
-		return fmt.Errorf("arm %s: %w", a.Name, err)
+		return nil, fmt.Errorf("arm %s: %w", a.Name, err)
 	}
 	if err := p.release(); err != nil {
-		return err
+		return nil, err
 	}
 	launcher := cfg.Launcher
 	if a.Launcher != nil {
@@ -445,11 +479,11 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 	}
 	inst, err := launcher.Launch(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("arm %s: %w", a.Name, err)
+		return nil, fmt.Errorf("arm %s: %w", a.Name, err)
 	}
-	defer inst.Stop(context.Background())
+	cleanup = append([]func(){func() { inst.Stop(context.Background()) }}, cleanup...)
 	if err := p.apply(); err != nil {
-		return err
+		return nil, err
 	}
 
 	var checker prober.Checker = prober.Health{}
@@ -459,22 +493,17 @@ func runArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget, rec
 		readyAt = ad.http
 	}
 	if _, err := prober.WaitReady(ctx, inst, readyAt, checker, prober.WaitOptions{}); err != nil {
-		return fmt.Errorf("arm %s: wait for ready at %s: %w", a.Name, readyAt, err)
+		return nil, fmt.Errorf("arm %s: wait for ready at %s: %w", a.Name, readyAt, err)
 	}
 	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
+	return &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup}, nil
+}
 
-	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String()}
-	for _, proto := range cfg.Protocols {
-		for _, size := range cfg.Payloads {
-			for _, st := range steps(cfg, proto) {
-				st.payload = size
-				if err := runStep(ctx, cfg, s, st, record); err != nil {
-					return err
-				}
-			}
-		}
+// stop stops the server and removes what was made for it.
+func (s *server) stop() {
+	for _, c := range s.cleanup {
+		c()
 	}
-	return nil
 }
 
 // server is one running arm and where it listens.
@@ -483,6 +512,8 @@ type server struct {
 	budget string
 	inst   launch.Instance
 	addrs  addrs
+	// cleanup stops the server, then removes its socket dir.
+	cleanup []func()
 }
 
 // step is one measured window's load shape.

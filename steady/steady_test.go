@@ -25,16 +25,22 @@ func sampleArm(t *testing.T) Arm {
 	return Arm{Name: "default", Path: testservers.BuildPackage(t, testservers.Echo), Args: SampleArgs}
 }
 
-// collect records rows.
+// collect keeps the rows of medians in rows and the measured windows
+// (rounds) in windows.
 type collect struct {
-	mu   sync.Mutex
-	rows []Row
+	mu      sync.Mutex
+	rows    []Row
+	windows []Row
 }
 
 func (c *collect) record(r Row) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.rows = append(c.rows, r)
+	if r.Round > 0 {
+		c.windows = append(c.windows, r)
+	} else {
+		c.rows = append(c.rows, r)
+	}
 	return nil
 }
 
@@ -98,6 +104,7 @@ func shapes(rows []Row) []shape {
 func TestRunClosedLoop(t *testing.T) {
 	var c collect
 	cfg := Config{
+		Rounds:      1,
 		Arms:        []Arm{sampleArm(t)},
 		Protocols:   []Protocol{GRPC, HTTP1},
 		Scenarios:   []Scenario{Sequential, Throughput, Stream},
@@ -138,17 +145,18 @@ func TestRunClosedLoop(t *testing.T) {
 		if !(r.P50Us > 0 && r.P50Us <= r.P90Us && r.P90Us <= r.P99Us && r.P99Us <= r.P999Us && r.P999Us <= r.MaxUs) {
 			t.Errorf("%s %s: percentiles not ordered: %+v", r.Protocol, r.Scenario, r)
 		}
-		if r.ServerCPUUsPerCall <= 0 || r.ClientCPUUsPerCall <= 0 || r.CallsPerS <= 0 {
-			t.Errorf("%s %s: server CPU %g, client CPU %g µs/call, %g calls/s, want all > 0", r.Protocol, r.Scenario, r.ServerCPUUsPerCall, r.ClientCPUUsPerCall, r.CallsPerS)
+		if r.ServerCPUUsPerCall == nil || *r.ServerCPUUsPerCall <= 0 || r.ClientCPUUsPerCall <= 0 || r.CallsPerS <= 0 {
+			t.Errorf("%s %s: server CPU %v, client CPU %g µs/call, %g calls/s, want all > 0", r.Protocol, r.Scenario, r.ServerCPUUsPerCall, r.ClientCPUUsPerCall, r.CallsPerS)
 		}
 		if r.AllocBytesPerCall == nil || *r.AllocBytesPerCall <= 0 || r.GCCycles == nil || r.GoMaxProcs < 1 {
 			t.Errorf("%s %s: runtime metrics missing: alloc %v gc %v gomaxprocs %d", r.Protocol, r.Scenario, r.AllocBytesPerCall, r.GCCycles, r.GoMaxProcs)
 		}
-		if r.PeakRSSBytes < r.RSSBytes || r.RSSBytes <= 0 || r.PSSBytes <= 0 {
-			t.Errorf("%s %s: memory peak %d rss %d pss %d", r.Protocol, r.Scenario, r.PeakRSSBytes, r.RSSBytes, r.PSSBytes)
+		if r.PeakRSSBytes == nil || r.RSSBytes == nil || r.PSSBytes == nil || *r.PeakRSSBytes < *r.RSSBytes || *r.RSSBytes <= 0 || *r.PSSBytes <= 0 {
+			t.Errorf("%s %s: memory peak %v rss %v pss %v", r.Protocol, r.Scenario, r.PeakRSSBytes, r.RSSBytes, r.PSSBytes)
+			continue
 		}
 		t.Logf("%s %s %dB c=%d conns=%d depth=%d: %.0f calls/s p50 %.0f p99 %.0f µs server %.1f client %.1f µs/call alloc %.0f B/call",
-			r.Protocol, r.Scenario, r.PayloadBytes, r.Concurrency, r.Conns, r.Depth, r.CallsPerS, r.P50Us, r.P99Us, r.ServerCPUUsPerCall, r.ClientCPUUsPerCall, *r.AllocBytesPerCall)
+			r.Protocol, r.Scenario, r.PayloadBytes, r.Concurrency, r.Conns, r.Depth, r.CallsPerS, r.P50Us, r.P99Us, *r.ServerCPUUsPerCall, r.ClientCPUUsPerCall, *r.AllocBytesPerCall)
 	}
 	// A 1 KiB payload allocates more per call on the server than 8 B.
 	if a, b := c.rows[0], c.rows[5]; *b.AllocBytesPerCall <= *a.AllocBytesPerCall {
@@ -178,6 +186,7 @@ func TestOpenLoopStall(t *testing.T) {
 	})
 	var c collect
 	cfg := Config{
+		Rounds:    1,
 		Arms:      []Arm{sampleArm(t)},
 		Scenarios: []Scenario{Sequential, Open},
 		Warmup:    200,
@@ -225,6 +234,7 @@ func TestServerDies(t *testing.T) {
 	})
 	var c collect
 	cfg := Config{
+		Rounds:      1,
 		Arms:        []Arm{sampleArm(t)},
 		Scenarios:   []Scenario{Throughput, Stream},
 		Concurrency: []int{8},
@@ -261,6 +271,7 @@ func TestCancel(t *testing.T) {
 	})
 	var c collect
 	cfg := Config{
+		Rounds:      1,
 		Arms:        []Arm{sampleArm(t)},
 		Scenarios:   []Scenario{Throughput, Stream},
 		Concurrency: []int{8},
@@ -292,6 +303,7 @@ func TestCancel(t *testing.T) {
 func TestHTTPOnly(t *testing.T) {
 	var c collect
 	cfg := Config{
+		Rounds:      1,
 		Arms:        []Arm{{Name: "http", Path: testservers.Build(t), Args: []string{"-mode=http", "-h2c"}}},
 		Protocols:   []Protocol{HTTP1, H2C},
 		Scenarios:   []Scenario{Sequential, Throughput},
@@ -315,12 +327,12 @@ func TestHTTPOnly(t *testing.T) {
 		t.Fatalf("steps (-want +got):\n%s", diff)
 	}
 	for _, r := range c.rows {
-		t.Logf("%s %s c=%d conns=%d depth=%d: %.0f calls/s p50 %.0f µs server %.1f client %.1f µs/call", r.Protocol, r.Scenario, r.Concurrency, r.Conns, r.Depth, r.CallsPerS, r.P50Us, r.ServerCPUUsPerCall, r.ClientCPUUsPerCall)
+		t.Logf("%s %s c=%d conns=%d depth=%d: %.0f calls/s p50 %.0f µs server %v client %.1f µs/call", r.Protocol, r.Scenario, r.Concurrency, r.Conns, r.Depth, r.CallsPerS, r.P50Us, r.ServerCPUUsPerCall, r.ClientCPUUsPerCall)
 		if r.Calls != 2000 || r.Errors != 0 {
 			t.Errorf("%s %s: calls %d errors %d (%s), want 2000 and none", r.Protocol, r.Scenario, r.Calls, r.Errors, r.FirstError)
 		}
-		if r.ServerCPUUsPerCall <= 0 || r.P50Us <= 0 {
-			t.Errorf("%s %s: server CPU %g µs/call, p50 %g µs, want > 0", r.Protocol, r.Scenario, r.ServerCPUUsPerCall, r.P50Us)
+		if r.ServerCPUUsPerCall == nil || *r.ServerCPUUsPerCall <= 0 || r.P50Us <= 0 {
+			t.Errorf("%s %s: server CPU %v µs/call, p50 %g µs, want > 0", r.Protocol, r.Scenario, r.ServerCPUUsPerCall, r.P50Us)
 		}
 		if r.AllocBytesPerCall != nil || r.GoMaxProcs != 0 {
 			t.Errorf("%s %s: runtime metrics from a server that serves none: %v %d", r.Protocol, r.Scenario, r.AllocBytesPerCall, r.GoMaxProcs)
@@ -333,7 +345,8 @@ func TestHTTPOnly(t *testing.T) {
 func TestHTTPErrors(t *testing.T) {
 	var c collect
 	cfg := Config{
-		Arms: []Arm{sampleArm(t)},
+		Rounds: 1,
+		Arms:   []Arm{sampleArm(t)},
 		// With gRPC in the list, readiness is gRPC health, so the wrong
 		// HTTP path does not hold up readiness.
 		Protocols: []Protocol{GRPC, HTTP1},
@@ -368,7 +381,8 @@ func TestRamp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var c collect
 			cfg := Config{
-				Arms: []Arm{arm}, Scenarios: []Scenario{Ramp}, Warmup: 100,
+				Rounds: 1,
+				Arms:   []Arm{arm}, Scenarios: []Scenario{Ramp}, Warmup: 100,
 				Rate: 100, RampStep: 100, RampMax: 300, RampP99: tt.p99,
 				Duration: 300 * time.Millisecond,
 			}
@@ -465,6 +479,7 @@ func TestParseSize(t *testing.T) {
 func TestLargePayload(t *testing.T) {
 	var c collect
 	cfg := Config{
+		Rounds:      1,
 		Arms:        []Arm{sampleArm(t)},
 		Protocols:   []Protocol{GRPC, HTTP1},
 		Scenarios:   []Scenario{Sequential, Throughput, Stream},

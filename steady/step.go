@@ -73,39 +73,12 @@ func newTransport(ctx context.Context, cfg Config, s *server, st step, payload [
 // runStep warms and measures one step (for a ramp: one step per rate, then
 // the knee), recording each row.
 func runStep(ctx context.Context, cfg Config, s *server, st step, record func(Row) error) error {
-	// The step stops when the server exits, so a dead server does not spin
-	// the workers through the rest of the window.
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.inst.Done():
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
-	payload := make([]byte, st.payload)
-	for i := range payload {
-		payload[i] = byte('a' + i%26)
-	}
-	tr, err := newTransport(sctx, cfg, s, st, payload)
+	pr, err := prepareStep(ctx, cfg, s, st)
 	if err != nil {
-		return s.fail(ctx, st, err)
+		return err
 	}
-	defer tr.close()
-	callers := make([]caller, st.concurrency)
-	for i := range callers {
-		if callers[i], err = tr.caller(sctx, i); err != nil {
-			return s.fail(ctx, st, err)
-		}
-	}
-	fmt.Fprintf(cfg.Log, "steady: %s %s: warmup %d calls\n", s.arm, st, cfg.Warmup)
-	if cfg.Warmup > 0 {
-		o := closedLoop(sctx, callers, int64(cfg.Warmup), 0, false)
-		if err := s.check(ctx, st, o); err != nil {
-			return err
-		}
-	}
+	defer pr.close()
+	sctx, callers := pr.sctx, pr.callers
 	if st.scenario != Ramp {
 		_, err := s.measure(ctx, sctx, cfg, st, callers, record)
 		return err
@@ -249,7 +222,8 @@ func (s *server) row(st step, o outcome, before, after reading) Row {
 		n := float64(o.calls)
 		r.ClientCPUUsPerCall = float64(after.self-before.self) / 1e3 / n
 		if !after.at.IsZero() {
-			r.ServerCPUUsPerCall = (after.server.Seconds() - before.server.Seconds()) * 1e6 / n
+			c := (after.server.Seconds() - before.server.Seconds()) * 1e6 / n
+			r.ServerCPUUsPerCall = &c
 		}
 		if before.rt != nil && after.rt != nil {
 			a := float64(after.rt.AllocBytes-before.rt.AllocBytes) / n
@@ -261,8 +235,11 @@ func (s *server) row(st step, o outcome, before, after reading) Row {
 		r.GoMaxProcs = after.rt.GoMaxProcs
 	}
 	if !after.at.IsZero() {
-		if m, err := procfs.Host.Mem(s.inst.PID()); err == nil {
-			r.PeakRSSBytes, r.RSSBytes, r.PSSBytes = m.HWM, m.RSS, m.PSS
+		// A failed read stays nil (null, not a made-up 0); so does a
+		// reading /proc could not complete (Mem.Valid).
+		if m, err := procfs.Host.Mem(s.inst.PID()); err == nil && m.Valid {
+			hwm, rss, pss := m.HWM, m.RSS, m.PSS
+			r.PeakRSSBytes, r.RSSBytes, r.PSSBytes = &hwm, &rss, &pss
 		}
 	}
 	return r

@@ -190,7 +190,9 @@ func summarize(rows []Row) []Summary {
 		v[0] = append(v[0], r.CallsPerS)
 		v[1] = append(v[1], r.ClientCPU)
 		v[2] = append(v[2], r.P50Us)
-		v[3] = append(v[3], r.ServerCPU)
+		if r.ServerCPU > 0 { // a failed reading is absent, not a 0 in the median
+			v[3] = append(v[3], r.ServerCPU)
+		}
 	}
 	var out []Summary
 	for _, k := range keys {
@@ -223,7 +225,7 @@ func runSteady(ctx context.Context, o options, round int, add func(Row) error) e
 	}{{"sequential", o.seqCalls}, {"throughput", o.parCalls}} {
 		a := []string{"run", "--bin", "default=" + o.server, "--pin-server", o.serverCPU, "--pin-generator", o.genCPU,
 			"--scenario", sc.name, "--concurrency", strconv.Itoa(o.par), "--conns", "1",
-			"--warmup", strconv.Itoa(o.warmup), "--calls", strconv.Itoa(sc.calls), "-o", "json", "--results-dir", o.results,
+			"--warmup", strconv.Itoa(o.warmup), "--calls", strconv.Itoa(sc.calls), "--rounds", "1", "-o", "json", "--results-dir", o.results,
 			"--", "--addr={addr}"}
 		cmd := exec.CommandContext(ctx, o.steady, a...)
 		var out, errb bytes.Buffer
@@ -237,10 +239,17 @@ func runSteady(ctx context.Context, o options, round int, add func(Row) error) e
 			return fmt.Errorf("read steady rows: %w", err)
 		}
 		for _, r := range rs {
+			// One window per invocation (--rounds 1): the rounds alternate
+			// with ghz here. A server CPU reading that failed stays 0 and is
+			// left out of the medians below.
+			srvCPU := 0.0
+			if r.ServerCPUUsPerCall != nil {
+				srvCPU = *r.ServerCPUUsPerCall
+			}
 			if err := add(Row{
 				Round: round, Tool: "steady", Scenario: string(r.Scenario), Concurrency: r.Concurrency,
 				Calls: r.Calls, CallsPerS: r.CallsPerS, P50Us: r.P50Us, P99Us: r.P99Us,
-				ServerCPU: r.ServerCPUUsPerCall, ClientCPU: r.ClientCPUUsPerCall, Errors: r.Errors,
+				ServerCPU: srvCPU, ClientCPU: r.ClientCPUUsPerCall, Errors: r.Errors,
 			}); err != nil {
 				return err
 			}

@@ -109,7 +109,14 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("step record with %d calls, want 300", rec.Calls)
 		}
 	}
-	if want := []string{"provenance", "step", "step", "step", "step"}; !equal(kinds, want) {
+	want := []string{"provenance"}
+	for step := 0; step < 4; step++ {
+		for round := 0; round < steady.DefaultRounds; round++ {
+			want = append(want, "step_round") // each window as it ends
+		}
+		want = append(want, "step") // then the medians over the rounds
+	}
+	if !equal(kinds, want) {
 		t.Errorf("results kinds %v, want %v", kinds, want)
 	}
 }

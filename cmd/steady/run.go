@@ -18,6 +18,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/pgocollect"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -41,6 +42,8 @@ type runOptions struct {
 	Pipeline     string
 	Warmup       int
 	Calls        int
+	Rounds       int
+	Confidence   float64
 	Duration     time.Duration
 	Rate         float64
 	Ramp         bool
@@ -65,7 +68,7 @@ type runOptions struct {
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
 	o := &runOptions{
 		Protocols: "grpc", Payloads: "8B", Concurrency: "1,32", Conns: "1", Pipeline: "1",
-		Warmup: 20000, Calls: 50000, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
+		Warmup: 20000, Calls: 50000, Rounds: steady.DefaultRounds, Confidence: stats.DefaultConfidence, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
 		MaxInFlight: 128, HTTPPath: "/echo", Output: render.Table, ResultsDir: "results",
 		Budgets: budget.List{Budgets: []budget.Budget{{}}},
 		Arms:    "default,static,upx,pgo,image", UPXLevel: builds.UPXDefault, PGODuration: 10 * time.Second,
@@ -79,8 +82,12 @@ the scenarios: sequential (one call in flight), throughput (each --concurrency l
 over each --conns count, or HTTP/1.1 pipelined --pipeline deep), stream (EchoStream
 ping-pong), open (--rate calls/s for --duration, latency from each call's intended
 send time) or ramp (the rate raised by --ramp-step until p99 or the error rate crosses
-its limit; the last step under it is the knee). Each window follows --warmup uncounted
-calls. The server's CPU per call comes from /proc (all threads); allocation per call
+its limit; the last step under it is the knee). Each step is warmed with --warmup
+uncounted calls, then measured in --rounds rounds: one window per arm per round, the
+arms round-robin with the order rotated each round, so drift on a busy machine spreads
+over all arms. Each window is recorded ("step_round", with what else the machine did
+meanwhile); each row is the medians over the rounds with their --confidence intervals
+("step"). An interrupted run keeps the rounds it finished. The server's CPU per call comes from /proc (all threads); allocation per call
 and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_ADDR.
 
 Server arguments after -- may name {addr}, {port}, {socket} (a Unix socket instead of
@@ -123,6 +130,8 @@ else to the server's own address ($PORT or the socket).`,
 	f.StringVar(&o.Pipeline, "pipeline", o.Pipeline, "HTTP/1.1 pipelining depths, comma-separated (1 = plain keep-alive; connections = concurrency/depth)")
 	f.IntVar(&o.Warmup, "warmup", o.Warmup, "uncounted calls before each measured window (0 = none)")
 	f.IntVar(&o.Calls, "calls", o.Calls, "calls per closed-loop window (ignored when --duration is set)")
+	f.IntVar(&o.Rounds, "rounds", o.Rounds, "measured windows per arm and step, arms interleaved round by round (at least 1; 5 or more for intervals)")
+	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of the intervals over rounds, between 0 and 1")
 	f.DurationVar(&o.Duration, "duration", 0, "length of each open-loop window, and of closed-loop windows when set (0 = --calls)")
 	f.Float64Var(&o.Rate, "rate", 0, "open-loop rate in calls/s (needs --duration); the ramp's first rate")
 	f.BoolVar(&o.Ramp, "ramp", false, "raise the open-loop rate step by step until p99 or the error rate crosses its limit")
@@ -215,6 +224,12 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	if o.Calls < 1 {
 		return fmt.Errorf("--calls: %d, want at least 1", o.Calls)
 	}
+	if o.Rounds < 1 {
+		return fmt.Errorf("--rounds: %d, want at least 1 measured window per arm and step (5 or more give intervals)", o.Rounds)
+	}
+	if err := stats.CheckConfidence(o.Confidence); err != nil {
+		return fmt.Errorf("--confidence: %w", err)
+	}
 	if o.MaxInFlight < 1 {
 		return fmt.Errorf("--max-in-flight: %d, want at least 1", o.MaxInFlight)
 	}
@@ -226,6 +241,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		c.Warmup = -1 // none
 	}
 	c.Calls, c.Duration, c.Rate = o.Calls, o.Duration, o.Rate
+	c.Rounds, c.Confidence = o.Rounds, o.Confidence
 	c.RampStep, c.RampMax, c.RampP99, c.RampErrors = o.RampStep, o.RampMax, o.RampP99, o.RampErrors
 	c.MaxInFlight, c.HTTPPath = o.MaxInFlight, o.HTTPPath
 	c.Budgets = o.Budgets.Budgets
@@ -284,6 +300,9 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	}
 	var rows []steady.Row
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
+		if r.Round > 0 {
+			return rf.Add("step_round", r) // one window; the row of medians follows
+		}
 		rows = append(rows, r)
 		return rf.Add("step", r)
 	})

@@ -44,7 +44,7 @@ func TestParse(t *testing.T) {
 			name: "defaults",
 			want: steady.Config{
 				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
-				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000,
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
 				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
 				Budgets: []budget.Budget{{}},
 			},
@@ -57,7 +57,7 @@ func TestParse(t *testing.T) {
 				Protocols: []steady.Protocol{steady.GRPC, steady.HTTP1}, Payloads: []int{8, 1024, 65536},
 				Concurrency: []int{1, 32}, Conns: []int{1, 8}, Pipeline: []int{16, 64},
 				Scenarios: []steady.Scenario{steady.Open}, Rate: 2000, Duration: 10 * time.Second,
-				Warmup: -1, Calls: 50000, RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128,
+				Warmup: -1, Calls: 50000, Rounds: 5, Confidence: 0.95, RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128,
 				HTTPPath: "/echo", Budgets: []budget.Budget{{}},
 			},
 			pkg: "./cmd/api",
@@ -71,7 +71,7 @@ func TestParse(t *testing.T) {
 				Arms:      []steady.Arm{{Name: "default", Path: "/bin/a"}, {Name: "pgo", Path: "/bin/b"}},
 				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
 				Conns: []int{1}, Pipeline: []int{1}, Scenarios: []steady.Scenario{steady.Ramp}, Rate: 1000,
-				Duration: 2 * time.Second, Warmup: 20000, Calls: 50000, RampP99: 10 * time.Millisecond,
+				Duration: 2 * time.Second, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95, RampP99: 10 * time.Millisecond,
 				RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo", Budgets: []budget.Budget{{CPUs: []int{0}}},
 			},
 		},
@@ -97,6 +97,9 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--concurrency", "0"}, "--concurrency: 0, want at least 1"},
+		{[]string{"--rounds", "0"}, "--rounds: 0, want at least 1 measured window"},
+		{[]string{"--confidence", "1.5"}, "--confidence: 1.5: confidence level must be between 0 and 1"},
+		{[]string{"--confidence", "0"}, "--confidence: 0: confidence level must be between 0 and 1"},
 		{[]string{"--concurrency", "1,x"}, `--concurrency: "x" is not a whole number`},
 		{[]string{"--conns", "0"}, "--conns"},
 		{[]string{"--pipeline", "0"}, "--pipeline"},

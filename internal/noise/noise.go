@@ -165,3 +165,15 @@ func ownCPU() time.Duration {
 	}
 	return total
 }
+
+// Less returns w with cpuSeconds more of its other work counted as ours
+// (a child's CPU in the window, when it has not been waited for), and
+// Busy judged again.
+func (w Window) Less(cpuSeconds float64) Window {
+	w.OtherCPUSeconds = max(w.OtherCPUSeconds-cpuSeconds, 0)
+	if w.Seconds > 0 {
+		w.OtherCPUs = w.OtherCPUSeconds / w.Seconds
+		w.Busy = w.OtherCPUs > BusyOtherCPUs || w.StealSeconds/w.Seconds > BusySteal
+	}
+	return w
+}

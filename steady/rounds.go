@@ -1,0 +1,334 @@
+package steady
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
+
+// DefaultRounds is the number of measured windows per arm and step when
+// Config.Rounds is 0.
+const DefaultRounds = 5
+
+// Interval is a median's confidence interval over rounds; nil bounds are
+// not known (too few rounds for one at the level asked).
+type Interval struct {
+	Low  *float64 `json:"low"`
+	High *float64 `json:"high"`
+}
+
+// RoundStats are a step row's figures over its rounds: how many rounds
+// were measured, how many lacked a server reading, and the intervals of
+// the medians the row holds. Empty in a round's own row.
+type RoundStats struct {
+	// Rounds is the number of windows the row's medians are over.
+	Rounds int `json:"rounds,omitempty"`
+	// Missing counts the rounds whose server CPU or memory could not be
+	// read (left out of those medians).
+	Missing int `json:"missing,omitempty"`
+	// Confidence is the intervals' level.
+	Confidence float64 `json:"confidence,omitempty" render:"-"`
+	// The medians' intervals.
+	CallsPerSCI          *Interval `json:"calls_per_s_ci,omitempty" render:"-"`
+	P50UsCI              *Interval `json:"p50_us_ci,omitempty" render:"-"`
+	P99UsCI              *Interval `json:"p99_us_ci,omitempty" render:"-"`
+	ServerCPUUsPerCallCI *Interval `json:"server_cpu_us_per_call_ci,omitempty" render:"-"`
+	// BusyRounds counts rounds run while other work kept the machine busy
+	// (noise.Window.Busy).
+	BusyRounds int `json:"busy_rounds,omitempty"`
+}
+
+// prepared is one arm's load for one step, connected and warmed, ready for
+// its measured windows.
+type prepared struct {
+	s       *server
+	st      step
+	sctx    context.Context
+	cancel  context.CancelFunc
+	tr      transport
+	callers []caller
+}
+
+func (p *prepared) close() {
+	if p.tr != nil {
+		p.tr.close()
+	}
+	p.cancel()
+}
+
+// prepareStep connects one arm's callers for a step and warms the server
+// with cfg.Warmup uncounted calls.
+func prepareStep(ctx context.Context, cfg Config, s *server, st step) (*prepared, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	p := &prepared{s: s, st: st, sctx: sctx, cancel: cancel}
+	// The step stops when the server exits, so a dead server does not spin
+	// the workers through the rest of the window.
+	go func() {
+		select {
+		case <-s.inst.Done():
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	payload := make([]byte, st.payload)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	var err error
+	if p.tr, err = newTransport(sctx, cfg, s, st, payload); err != nil {
+		p.close()
+		return nil, s.fail(ctx, st, err)
+	}
+	p.callers = make([]caller, st.concurrency)
+	for i := range p.callers {
+		if p.callers[i], err = p.tr.caller(sctx, i); err != nil {
+			p.close()
+			return nil, s.fail(ctx, st, err)
+		}
+	}
+	fmt.Fprintf(cfg.Log, "steady: %s %s: warmup %d calls\n", s.arm, st, cfg.Warmup)
+	if cfg.Warmup > 0 {
+		o := closedLoop(sctx, p.callers, int64(cfg.Warmup), 0, false)
+		if err := s.check(ctx, st, o); err != nil {
+			p.close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// runBudgetRounds measures every arm under one budget in rounds: each
+// arm's server is started once and warmed per step; then, per step, rounds
+// go round-robin over the arms, the order rotated by one each round (A B C,
+// B C A, C A B, ...), one measured window per arm per round. Each window is
+// recorded as it ends (Row.Round > 0), then each arm's row of medians over
+// the rounds (Row.Round == 0, RoundStats filled). An interrupted step
+// records the medians of the rounds it finished before returning.
+func runBudgetRounds(ctx context.Context, cfg Config, p *pin, b budget.Budget, record func(Row) error) error {
+	servers := make([]*server, 0, len(cfg.Arms))
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for _, a := range cfg.Arms {
+		s, err := startArm(ctx, cfg, p, a, b)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+	}
+	for _, proto := range cfg.Protocols {
+		for _, size := range cfg.Payloads {
+			for _, st := range steps(cfg, proto) {
+				st.payload = size
+				if st.scenario == Ramp {
+					// A ramp searches for a knee rather than measuring one
+					// window: it runs once per arm, as before rounds.
+					for _, s := range servers {
+						if err := runStep(ctx, cfg, s, st, record); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+				if err := stepRounds(ctx, cfg, servers, st, record); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, record func(Row) error) (err error) {
+	preps := make([]*prepared, len(servers))
+	defer func() {
+		for _, p := range preps {
+			if p != nil {
+				p.close()
+			}
+		}
+	}()
+	for i, s := range servers {
+		if preps[i], err = prepareStep(ctx, cfg, s, st); err != nil {
+			return err
+		}
+	}
+	rounds := make([][]Row, len(servers))
+	defer func() {
+		// The medians of the rounds finished, also when a round failed or
+		// the run was interrupted.
+		for _, rs := range rounds {
+			if len(rs) == 0 {
+				continue
+			}
+			if rerr := record(SummarizeRounds(rs, cfg.Confidence)); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+	}()
+	n := len(servers)
+	for r := 0; r < cfg.Rounds; r++ {
+		for k := 0; k < n; k++ {
+			i := (k + r) % n
+			pr := preps[i]
+			snap, nerr := noise.Host.Take()
+			var row Row
+			_, merr := pr.s.measure(ctx, pr.sctx, cfg, st, pr.callers, func(w Row) error {
+				w.Round = r + 1
+				if nerr == nil {
+					if win, err := noise.Host.Since(snap); err == nil {
+						// The server is our child but not yet waited for:
+						// its CPU in the window is ours, not other work.
+						if w.ServerCPUUsPerCall != nil {
+							win = win.Less(*w.ServerCPUUsPerCall * float64(w.Calls) / 1e6)
+						}
+						w.Noise = &win
+					}
+				}
+				row = w
+				return record(w)
+			})
+			if row.Round > 0 {
+				rounds[i] = append(rounds[i], row)
+			}
+			if merr != nil {
+				return merr
+			}
+		}
+		fmt.Fprintf(cfg.Log, "steady: %s round %d/%d done\n", st, r+1, cfg.Rounds)
+	}
+	return nil
+}
+
+// SummarizeRounds reduces one arm's rounds of one step to a row of medians
+// with their intervals at the confidence level (0 = 95%). Readings that
+// failed (nil) are left out of their medians and counted as missing;
+// errors are summed.
+func SummarizeRounds(rs []Row, confidence float64) Row {
+	if confidence == 0 {
+		confidence = stats.DefaultConfidence
+	}
+	out := rs[0]
+	out.Round, out.Noise = 0, nil
+	out.RoundStats = RoundStats{Rounds: len(rs), Confidence: confidence}
+	col := func(get func(Row) (float64, bool)) []float64 {
+		var xs []float64
+		for _, r := range rs {
+			if v, ok := get(r); ok && !math.IsNaN(v) {
+				xs = append(xs, v)
+			}
+		}
+		return xs
+	}
+	med := func(xs []float64) float64 {
+		if len(xs) == 0 {
+			return 0
+		}
+		return stats.MedianCI(xs, confidence).Value
+	}
+	ci := func(xs []float64) *Interval {
+		if len(xs) == 0 {
+			return nil
+		}
+		m := stats.MedianCI(xs, confidence)
+		iv := &Interval{}
+		if m.Finite() {
+			lo, hi := m.Low, m.High
+			iv.Low, iv.High = &lo, &hi
+		}
+		return iv
+	}
+	f := func(get func(Row) float64) []float64 {
+		return col(func(r Row) (float64, bool) { return get(r), true })
+	}
+	calls := f(func(r Row) float64 { return r.CallsPerS })
+	p50 := f(func(r Row) float64 { return r.P50Us })
+	p99 := f(func(r Row) float64 { return r.P99Us })
+	out.CallsPerS, out.CallsPerSCI = med(calls), ci(calls)
+	out.P50Us, out.P50UsCI = med(p50), ci(p50)
+	out.P99Us, out.P99UsCI = med(p99), ci(p99)
+	out.P90Us = med(f(func(r Row) float64 { return r.P90Us }))
+	out.P999Us = med(f(func(r Row) float64 { return r.P999Us }))
+	out.Seconds = med(f(func(r Row) float64 { return r.Seconds }))
+	out.Calls = int64(med(f(func(r Row) float64 { return float64(r.Calls) })))
+	out.ClientCPUUsPerCall = med(f(func(r Row) float64 { return r.ClientCPUUsPerCall }))
+	out.ServiceP50Us = med(f(func(r Row) float64 { return r.ServiceP50Us }))
+	out.ServiceP99Us = med(f(func(r Row) float64 { return r.ServiceP99Us }))
+	maxUs, svcMax := 0.0, 0.0
+	var errs int64
+	first := ""
+	for _, r := range rs {
+		maxUs, svcMax = max(maxUs, r.MaxUs), max(svcMax, r.ServiceMaxUs)
+		errs += r.Errors
+		if first == "" {
+			first = r.FirstError
+		}
+		if r.ServerCPUUsPerCall == nil || r.RSSBytes == nil {
+			out.Missing++
+		}
+		if r.Noise != nil && r.Noise.Busy {
+			out.BusyRounds++
+		}
+	}
+	out.MaxUs, out.ServiceMaxUs, out.Errors, out.FirstError = maxUs, svcMax, errs, first
+	var total int64
+	for _, r := range rs {
+		total += r.Calls
+	}
+	out.ErrorRate = 0
+	if total > 0 {
+		out.ErrorRate = float64(errs) / float64(total)
+	}
+	cpu := col(func(r Row) (float64, bool) { return deref(r.ServerCPUUsPerCall) })
+	out.ServerCPUUsPerCall, out.ServerCPUUsPerCallCI = medPtr(cpu, med), ci(cpu)
+	out.AllocBytesPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.AllocBytesPerCall) }), med)
+	out.PeakRSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PeakRSSBytes) }), med)
+	out.RSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.RSSBytes) }), med)
+	out.PSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PSSBytes) }), med)
+	if gc := col(func(r Row) (float64, bool) {
+		if r.GCCycles == nil {
+			return 0, false
+		}
+		return float64(*r.GCCycles), true
+	}); len(gc) > 0 {
+		g := uint64(med(gc))
+		out.GCCycles = &g
+	}
+	return out
+}
+
+func deref(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+func derefInt(p *int64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return float64(*p), true
+}
+
+func medPtr(xs []float64, med func([]float64) float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	v := med(xs)
+	return &v
+}
+
+func medInt(xs []float64, med func([]float64) float64) *int64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	v := int64(med(xs))
+	return &v
+}
