@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
-	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
