@@ -32,6 +32,12 @@ func NewNode(parent string) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create node dir: %w", err)
 	}
+	// 0755, not MkdirTemp's 0700: a server started as an unprivileged user
+	// must reach the binary unpacked inside.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("create node dir: %w", err)
+	}
 	p, err := layout.Write(filepath.Join(dir, "store"), empty.Index)
 	if err != nil {
 		os.RemoveAll(dir)

@@ -250,18 +250,11 @@ func (c Config) starts(ctx context.Context, r *Row, rootfs string) error {
 	if err != nil {
 		return err
 	}
-	before, err := pagecache.Resident(files...)
+	e, err := pagecache.EvictCounted(files...)
 	if err != nil {
 		return err
 	}
-	if err := pagecache.Evict(files...); err != nil {
-		return err
-	}
-	after, err := pagecache.Resident(files...)
-	if err != nil {
-		return err
-	}
-	r.ResidentBefore, r.ResidentAfter = &before, &after
+	r.ResidentBefore, r.ResidentAfter = &e.Before, &e.After
 	if d, err = c.Starter.Start(ctx, r.Arm, bin); err != nil {
 		return fmt.Errorf("start %s with a cold page cache: %w", r.Variant, err)
 	}

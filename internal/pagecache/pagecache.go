@@ -195,3 +195,27 @@ func Files(bin string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Eviction is what one eviction found: the files' pages resident before
+// and after it.
+type Eviction struct {
+	Before Pages `json:"before"`
+	After  Pages `json:"after"`
+}
+
+// EvictCounted counts the resident pages of paths, evicts them, and counts
+// again.
+func EvictCounted(paths ...string) (Eviction, error) {
+	var e Eviction
+	var err error
+	if e.Before, err = Resident(paths...); err != nil {
+		return e, err
+	}
+	if err := Evict(paths...); err != nil {
+		return e, err
+	}
+	if e.After, err = Resident(paths...); err != nil {
+		return e, err
+	}
+	return e, nil
+}
