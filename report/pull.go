@@ -208,8 +208,24 @@ func (r *Report) pullRecs() []Recommendation {
 				}
 				parts = append(parts, e.Bandwidth+": "+breakEvenText(e))
 			}
-			out = append(out, ct.rec("Image pull, %s layers: on a node without the image, %s (%s, smaller) against %s — %s",
-				k.small.Compression, k.small.Arm, mb(es[0].SmallBytes), k.other.Arm, strings.Join(parts, "; ")))
+			lead := ""
+			// The fastest link at which the smaller image still wins the
+			// first starts, and up to how many.
+			for i := len(es) - 1; i >= 0; i-- {
+				if e := es[i]; e.SmallWinsBelow && e.Always == "" && e.Starts > 1 {
+					n := int(math.Ceil(e.Starts)) - 1 // the most whole starts below the break-even
+					lead = fmt.Sprintf("At ≤ %s, when a pull serves at most %d start(s), %s wins. ", e.Bandwidth, n, k.small.Arm)
+					break
+				} else if e.Always == "small" {
+					lead = fmt.Sprintf("At ≤ %s, %s wins at any number of starts per pull. ", e.Bandwidth, k.small.Arm)
+					break
+				}
+			}
+			if lead == "" {
+				lead = fmt.Sprintf("%s does not pay at any link measured: its smaller image never makes up for its slower starts. ", k.small.Arm)
+			}
+			out = append(out, ct.rec("%sImage pull, %s layers, on a node without the image: %s (%s) against %s (%s) — %s",
+				lead, k.small.Compression, k.small.Arm, mb(es[0].SmallBytes), k.other.Arm, mb(es[0].OtherBytes), strings.Join(parts, "; ")))
 		}
 	}
 	return out

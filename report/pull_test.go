@@ -36,7 +36,7 @@ func TestPullSection(t *testing.T) {
 		t.Fatalf("Markdown() = %v", err)
 	}
 	golden(t, b.Bytes())
-	for _, want := range []string{"## Image pull", "Break-even", "Second deploy", "Image pull, gzip layers: on a node without the image, upx"} {
+	for _, want := range []string{"## Image pull", "Break-even", "Second deploy", "Image pull, gzip layers, on a node without the image: upx"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
