@@ -91,10 +91,11 @@ func TestRegistryPortInUse(t *testing.T) {
 	}
 }
 
-// TestBandwidthCap pulls an incompressible layer sized for about 0.8 s at
-// two caps in one run. The token bucket guarantees the upper bound; a busy
-// machine could only slow a transfer, so the check on the lower side is
-// the ratio of the two measured rates, which shared slowness cancels.
+// TestBandwidthCap pulls an incompressible layer sized for about 0.4 s at
+// two caps, three times each, interleaved, in one run. The token bucket
+// guarantees the upper bound, checked on every pull; a busy machine can only
+// slow a transfer, so the lower side is checked on the fastest of each cap's
+// pulls, as the ratio of the two caps' rates.
 func TestBandwidthCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: transfers take seconds")
@@ -105,41 +106,43 @@ func TestBandwidthCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	caps := []Bandwidth{10_000_000, 40_000_000}
-	measured := map[Bandwidth]float64{}
+	caps := []Bandwidth{10_000_000, 100_000_000}
+	refs := map[Bandwidth]string{}
 	for _, bw := range caps {
-		size := int64(bw.BytesPerSecond() * 0.8)
-		img, err := random.Image(size, 1)
+		img, err := random.Image(int64(bw.BytesPerSecond()*0.4), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := Variant{Arm: "random-" + bw.String(), Compression: Gzip, Layering: Single}
-		ref, err := reg.Push(ctx, v, 1, img)
-		if err != nil {
+		if refs[bw], err = reg.Push(ctx, Variant{Arm: "random-" + bw.String(), Compression: Gzip, Layering: Single}, 1, img); err != nil {
 			t.Fatal(err)
-		}
-		node, err := NewNode(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg.SetBandwidth(bw)
-		p, err := node.Pull(ctx, ref)
-		reg.SetBandwidth(Max)
-		node.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rate := float64(p.LayerBytes) * 8 / p.Layers.Seconds()
-		measured[bw] = rate
-		t.Logf("cap %s: %d bytes in %v = %.2f Mbit/s (%.3f of the cap)", bw, p.LayerBytes, p.Layers, rate/1e6, rate/float64(bw))
-		if rate > 1.1*float64(bw) {
-			t.Errorf("cap %s: measured %.2f Mbit/s, more than 10%% over the cap", bw, rate/1e6)
 		}
 	}
-	ratio := measured[caps[1]] / measured[caps[0]]
+	best := map[Bandwidth]float64{}
+	for round := 0; round < 3; round++ {
+		for _, bw := range caps {
+			node, err := NewNode(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg.SetBandwidth(bw)
+			p, err := node.Pull(ctx, refs[bw])
+			reg.SetBandwidth(Max)
+			node.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rate := float64(p.LayerBytes) * 8 / p.Layers.Seconds()
+			best[bw] = max(best[bw], rate)
+			t.Logf("cap %s: %d bytes in %v = %.2f Mbit/s (%.3f of the cap)", bw, p.LayerBytes, p.Layers, rate/1e6, rate/float64(bw))
+			if rate > 1.1*float64(bw) {
+				t.Errorf("cap %s: measured %.2f Mbit/s, more than 10%% over the cap", bw, rate/1e6)
+			}
+		}
+	}
+	ratio := best[caps[1]] / best[caps[0]]
 	want := float64(caps[1]) / float64(caps[0])
 	if ratio < 0.9*want || ratio > 1.1*want {
-		t.Errorf("measured rate at %s / at %s = %.2f, want %.0f ± 10%%", caps[1], caps[0], ratio, want)
+		t.Errorf("fastest rate at %s / at %s = %.2f, want %.0f ± 10%%", caps[1], caps[0], ratio, want)
 	}
 }
 

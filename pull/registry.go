@@ -68,8 +68,9 @@ func StartRegistry(port int) (*Registry, error) {
 func (r *Registry) Host() string { return r.ln.Addr().String() }
 
 // SetBandwidth caps every response body from now on at b (Max = no cap).
-// The bucket starts empty, so the first bytes wait like the rest and a
-// transfer of n bytes takes n/rate, not (n-burst)/rate.
+// The bucket starts empty (and is emptied again at the start of every
+// response), so the first bytes wait like the rest and a transfer of n bytes
+// takes n/rate, not (n-burst)/rate.
 func (r *Registry) SetBandwidth(b Bandwidth) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -96,16 +97,17 @@ func (r *Registry) Bandwidth() Bandwidth {
 // not counted).
 func (r *Registry) Served() int64 { return r.served.Load() }
 
-// burstFor is the bucket's size: 1/100 s of traffic, at least 16 KiB, so
-// writes are paced finely at low rates without a timer per few bytes at high
-// ones.
+// burstFor is the bucket's size: 20 ms of traffic, at least 64 KiB. A
+// write that sleeps past its time on a busy machine leaves tokens behind,
+// and the next writes use them, so the average holds to the cap; the bucket
+// is emptied at the start of every response (wrap), so a link that idled
+// between requests does not send a burst above the cap.
 func burstFor(bytesPerSecond float64) int {
-	b := int(bytesPerSecond / 100)
-	if b < 16<<10 {
-		b = 16 << 10
-	}
-	return b
+	return max(int(bytesPerSecond/50), 64<<10)
 }
+
+// chunk is the most one write sends at once.
+const chunk = 32 << 10
 
 // Close stops the registry: the listener and every open connection. Its
 // blobs were in memory and go with it. Safe to call more than once.
@@ -122,6 +124,16 @@ func (r *Registry) wrap(w http.ResponseWriter, req *http.Request) http.ResponseW
 	r.mu.Lock()
 	lim := r.lim
 	r.mu.Unlock()
+	if lim != nil {
+		// Empty the bucket: what it saved while the link idled would go
+		// out above the cap. (Pulls here are one request at a time; with
+		// concurrent ones this would also take a running response's
+		// savings, slowing it, never speeding anything past the cap.)
+		now := time.Now()
+		if n := int(lim.TokensAt(now)); n > 0 {
+			lim.AllowN(now, n)
+		}
+	}
 	return &throttled{w: w, ctx: req.Context(), lim: lim, served: &r.served}
 }
 
@@ -143,7 +155,7 @@ func (t *throttled) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		n := len(p)
 		if t.lim != nil {
-			n = min(n, t.lim.Burst())
+			n = min(n, chunk)
 			if err := t.lim.WaitN(t.ctx, n); err != nil {
 				return written, err
 			}

@@ -201,10 +201,10 @@ func (c Config) pullOne(ctx context.Context, reg *Registry, im *image, bw Bandwi
 			err = cerr
 		}
 	}()
-	reg.SetBandwidth(bw)
 	defer reg.SetBandwidth(Max)
 	for d := 1; d <= 2; d++ {
 		r := Row{Variant: im.v, Deploy: d, Bandwidth: bw.String(), BandwidthBits: int64(bw), Iteration: it, ImageBytes: im.size[d]}
+		reg.SetBandwidth(bw) // an empty bucket: nothing saved up while the node unpacked
 		before := reg.Served()
 		p, err := node.Pull(ctx, im.refs[d])
 		if err != nil {
