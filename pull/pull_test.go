@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,60 +147,59 @@ func TestBandwidthCap(t *testing.T) {
 	}
 }
 
+// TestUnpackLayerStaysInside: pulled layers are untrusted; whatever they
+// hold, nothing lands outside the root filesystem (the shared unpacker's own
+// tests cover the rules in detail; this checks pull goes through it).
 func TestUnpackLayerStaysInside(t *testing.T) {
 	tests := []struct {
 		name    string
-		entries []tar.Header
-		wantErr string
-		want    []string // files that must exist, relative to dir
+		entries func(sentinel string) []tar.Header
 	}{
-		{name: "dotdot is cleaned into dir", entries: []tar.Header{{Name: "../../escape", Typeflag: tar.TypeReg, Mode: 0o644}}, want: []string{"escape"}},
-		{name: "through own symlink", entries: []tar.Header{
-			{Name: "out", Typeflag: tar.TypeSymlink, Linkname: "/tmp"},
-			{Name: "out/x", Typeflag: tar.TypeReg, Mode: 0o644},
-		}, wantErr: "through symlink"},
-		{name: "hard link through symlink", entries: []tar.Header{
-			{Name: "out", Typeflag: tar.TypeSymlink, Linkname: "/etc"},
-			{Name: "pw", Typeflag: tar.TypeLink, Linkname: "out/passwd"},
-		}, wantErr: "through symlink"},
-		{name: "whiteout removes", entries: []tar.Header{
-			{Name: "a/b", Typeflag: tar.TypeReg, Mode: 0o644},
-			{Name: "a/c", Typeflag: tar.TypeReg, Mode: 0o644},
-			{Name: "a/.wh.b", Typeflag: tar.TypeReg},
-		}, want: []string{"a/c"}},
+		{name: "dotdot", entries: func(string) []tar.Header {
+			return []tar.Header{{Name: "../sentinel/escape", Typeflag: tar.TypeReg, Mode: 0o644}}
+		}},
+		{name: "through own symlink", entries: func(sentinel string) []tar.Header {
+			return []tar.Header{
+				{Name: "out", Typeflag: tar.TypeSymlink, Linkname: sentinel},
+				{Name: "out/x", Typeflag: tar.TypeReg, Mode: 0o644},
+			}
+		}},
+		{name: "hard link to outside", entries: func(sentinel string) []tar.Header {
+			return []tar.Header{
+				{Name: "out", Typeflag: tar.TypeSymlink, Linkname: sentinel},
+				{Name: "pw", Typeflag: tar.TypeLink, Linkname: "out/secret"},
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			parent := t.TempDir()
+			sentinel := filepath.Join(parent, "sentinel")
+			dir := filepath.Join(parent, "root")
+			for _, d := range []string{sentinel, dir} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(sentinel, "secret"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			var buf bytes.Buffer
 			tw := tar.NewWriter(&buf)
-			for _, h := range tt.entries {
+			for _, h := range tt.entries(sentinel) {
 				if err := tw.WriteHeader(&h); err != nil {
 					t.Fatal(err)
 				}
 			}
 			tw.Close()
-			parent := t.TempDir()
-			dir := filepath.Join(parent, "root")
-			os.Mkdir(dir, 0o755)
 			_, err := unpackLayer(context.Background(), &buf, dir)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("unpackLayer = %v, want error containing %q", err, tt.wantErr)
-				}
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range tt.want {
-				if _, err := os.Lstat(filepath.Join(dir, f)); err != nil {
-					t.Errorf("%s missing: %v", f, err)
-				}
-			}
-			if _, err := os.Lstat(filepath.Join(dir, "a", "b")); err == nil && tt.name == "whiteout removes" {
-				t.Error("a/b survived its whiteout")
-			}
-			ents, _ := os.ReadDir(parent)
+			t.Logf("unpackLayer: %v", err)
+			ents, _ := os.ReadDir(sentinel)
 			if len(ents) != 1 {
-				t.Errorf("unpack wrote outside its dir: %v", ents)
+				t.Errorf("sentinel dir outside the root holds %d entries after the unpack, want its 1", len(ents))
+			}
+			if fi, err := os.Stat(filepath.Join(sentinel, "secret")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 1 {
+				t.Errorf("the file outside was linked into the root: %v", err)
 			}
 		})
 	}
