@@ -32,6 +32,9 @@ type ColdStart struct {
 	// ProberCPUs pins the prober (nil = the CPUs outside each budget's CPU
 	// set, or all CPUs when the budget has none).
 	ProberCPUs []int
+	// PageCache is Cold to evict each arm's files before each start (""
+	// = Warm: as the previous start left them).
+	PageCache PageCache
 	// Progress gets one line per probe (nil = quiet); Log gets each spawned
 	// command line (-v).
 	Progress io.Writer
@@ -107,6 +110,9 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				pcpus = budget.Complement(all, b.CPUs)
 			}
 			sum.ProberCPUs = budget.FormatCPUList(pcpus)
+			if c.PageCache == Cold {
+				sum.PageCache = string(Cold)
+			}
 			out = append(out, sum)
 		}
 	}
@@ -157,6 +163,11 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	lb := b
 	if len(lb.CPUs) == 0 {
 		lb.CPUs = all
+	}
+	if c.PageCache == Cold {
+		if s.PageCache, err = a.evict(ctx); err != nil {
+			return s, err
+		}
 	}
 	ru0 := selfCPU()
 	inst, err := a.Instance(ctx, t, lb, c.Log)

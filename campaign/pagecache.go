@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/coldstart-go/coldstart/internal/pagecache"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // PageCache says what a cold start finds in the page cache.
@@ -57,7 +58,7 @@ func (a Arm) cacheFiles(ctx context.Context) ([]string, error) {
 // evict drops arm a's files from the page cache (fadvise DONTNEED, file by
 // file: nothing else on the machine loses its cache) and counts their
 // resident pages before and after.
-func (a Arm) evict(ctx context.Context) (*pagecache.Eviction, error) {
+func (a Arm) evict(ctx context.Context) (*record.PageCacheEviction, error) {
 	files, err := a.cacheFiles(ctx)
 	if err != nil {
 		return nil, err
@@ -66,5 +67,5 @@ func (a Arm) evict(ctx context.Context) (*pagecache.Eviction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	return &e, nil
+	return &record.PageCacheEviction{FilePages: e.Before.Total, ResidentBefore: e.Before.Resident, ResidentAfter: e.After.Resident}, nil
 }

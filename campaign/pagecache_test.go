@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
-	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/launch"
 )
 
 func TestArmEvict(t *testing.T) {
@@ -26,14 +26,14 @@ func TestArmEvict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Before.Total == 0 || e.Before.Resident == 0 {
-		t.Fatalf("evict: before %+v; want the just-written binary resident", e.Before)
+	if e.FilePages == 0 || e.ResidentBefore == 0 {
+		t.Fatalf("evict: %+v; want the just-written binary resident", e)
 	}
-	if e.After.Resident >= e.Before.Resident {
-		t.Errorf("evict: %d pages resident after, %d before; want fewer", e.After.Resident, e.Before.Resident)
+	if e.ResidentAfter >= e.ResidentBefore {
+		t.Errorf("evict: %d pages resident after, %d before; want fewer", e.ResidentAfter, e.ResidentBefore)
 	}
 
-	eng, err := prober.NewEngine("docker")
+	eng, err := launch.NewEngine("docker")
 	if err != nil {
 		t.Skip(err)
 	}

@@ -47,6 +47,19 @@ type Sample struct {
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
 	Attempts    int     `json:"attempts"`
 	Error       string  `json:"error,omitempty"`
+	// PageCache counts the arm's file pages before and after they were
+	// evicted for this start (run --page-cache cold; nil = left warm).
+	PageCache *PageCacheEviction `json:"page_cache,omitempty"`
+}
+
+// PageCacheEviction is what evicting an arm's files (binary, shared
+// libraries, an image's root filesystem) from the page cache found: how
+// many pages the files span and how many were resident before and after.
+// Pages a running process maps stay resident.
+type PageCacheEviction struct {
+	FilePages      int64 `json:"file_pages"`
+	ResidentBefore int64 `json:"resident_pages_before"`
+	ResidentAfter  int64 `json:"resident_pages_after"`
 }
 
 // Phase returns the named phase's time from t0 and whether it was seen.

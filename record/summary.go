@@ -36,6 +36,9 @@ type Summary struct {
 	// PhasesMs holds the median of every phase seen, launcher phases
 	// included (runc: bundle_ready, created).
 	PhasesMs map[string]float64 `json:"phases_ms"`
+	// PageCache is "cold" when the arm's files were evicted from the page
+	// cache before every start ("" = left warm).
+	PageCache string `json:"page_cache,omitempty"`
 }
 
 // Summarize reduces counted samples to medians and a range. Samples with

@@ -22,6 +22,7 @@ type runOptions struct {
 	serverOptions
 	Runs      int
 	Transport string
+	PageCache string
 	Timeout   time.Duration
 	PinProber string
 	PinServer string
@@ -34,7 +35,7 @@ type runOptions struct {
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{Runs: 20, Transport: "tcp", Timeout: 30 * time.Second}
+	o := &runOptions{Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second}
 	o.serverOptions.defaults()
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
@@ -60,6 +61,7 @@ arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jso
 	o.serverOptions.bind(cmd)
 	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "counted cold starts per arm and budget (after one warm-up round)")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
+	f.StringVar(&o.PageCache, "page-cache", o.PageCache, "warm (files as the last start left them) or cold (evict each arm's binary, shared libraries and image root filesystem before every start, with posix_fadvise, and record how many pages were resident)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one cold start after this long")
 	f.StringVar(&o.PinProber, "pin-prober", "", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
 	f.StringVar(&o.PinServer, "pin-server", "", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
@@ -81,6 +83,11 @@ func (o *runOptions) validate() error {
 	}
 	if o.Transport != "tcp" && o.Transport != "unix" {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
+	}
+	if pc, err := campaign.ParsePageCache(o.PageCache); err != nil {
+		return fmt.Errorf("--page-cache: %w", err)
+	} else if pc == campaign.Cold && o.On != "local" {
+		return fmt.Errorf("--page-cache cold evicts files on this machine: it goes with --on local")
 	}
 	switch o.On {
 	case "local":
@@ -144,8 +151,9 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 		return err
 	}
 	addr, _ := o.fixedAddr()
+	pc, _ := campaign.ParsePageCache(o.PageCache)
 	c := campaign.ColdStart{
-		Arms: built.Arms, Addr: addr, Budgets: budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport),
+		Arms: built.Arms, Addr: addr, Budgets: budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport), PageCache: pc,
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, ProberCPUs: pcpus,
 		Progress: o.progress(), Log: o.log(),
 	}

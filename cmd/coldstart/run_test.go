@@ -18,7 +18,7 @@ func defaultServerOptions() serverOptions {
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max", On: "local"}
+		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Budgets: "max", On: "local"}
 		if mod != nil {
 			mod(&o)
 		}
@@ -43,6 +43,9 @@ func TestRunFlags(t *testing.T) {
 		{name: "on knative", args: []string{"--on", "knative", "--namespace", "cs", "--target", "127.0.0.1:80", "--arms", "image"},
 			want: base(func(o *runOptions) { o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", "image" })},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
+		{name: "cold page cache", args: []string{"--page-cache", "cold"}, want: base(func(o *runOptions) { o.PageCache = "cold" })},
+		{name: "unknown page cache", args: []string{"--page-cache", "tepid"}, wantErr: `--page-cache: "tepid", want warm or cold`},
+		{name: "cold page cache on knative", args: []string{"--on", "knative", "--page-cache", "cold"}, wantErr: "--page-cache cold evicts files on this machine"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
 		{name: "bad transport", args: []string{"--transport", "udp"}, wantErr: `--transport: "udp", want tcp or unix`},
 		{name: "cpu that does not exist", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
