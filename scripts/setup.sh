@@ -3,6 +3,9 @@
 # It is idempotent and quick when everything is present:
 #   upx  - from upx-ucl in bookworm-backports (the upx arm)
 #   runc - from Debian (the image arm's runtime)
+#   criu - 4.2.1 built from Debian's source package (the snapshot arm; see the
+#          block at the end: bookworm's 3.17.1 fails `criu check` on 6.x kernels)
+#   javac - Debian's default-jdk-headless (the JVM server of the snapshot tests)
 # Go itself must already be on PATH (go.mod names the minimum version).
 set -euo pipefail
 
@@ -10,23 +13,21 @@ need=()
 command -v upx >/dev/null 2>&1 || need+=(upx-ucl)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 
 if ! command -v go >/dev/null 2>&1; then
 	echo "setup: go is not on PATH; install Go 1.26 or newer first" >&2
 	exit 1
 fi
 
-if [ ${#need[@]} -eq 0 ]; then
-	echo "setup: upx, runc and taskset are present" >&2
-	exit 0
-fi
+export DEBIAN_FRONTEND=noninteractive
 
+if [ ${#need[@]} -gt 0 ]; then
 if [ "$(id -u)" -ne 0 ]; then
 	echo "setup: missing ${need[*]}; run this script as root (sudo $0) to install them" >&2
 	exit 1
 fi
 
-export DEBIAN_FRONTEND=noninteractive
 . /etc/os-release
 # upx-ucl lives in bookworm-backports; add that suite once if apt does not know it.
 if [[ " ${need[*]} " == *" upx-ucl "* ]] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -44,3 +45,58 @@ for p in "${need[@]}"; do
 done
 apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 echo "setup: installed ${need[*]}" >&2
+else
+	echo "setup: upx, runc, taskset and javac are present" >&2
+fi
+
+# --- criu (snapshot arm) -----------------------------------------------------
+# The snapshot arm checkpoints a warmed server and restores it. Debian
+# bookworm's criu 3.17.1 fails `criu check` on this kernel (it does not know
+# the [vvar_vclock] mapping) and 4.1.1 cannot dump a TCP socket (SO_PASSCRED
+# is EOPNOTSUPP on inet sockets); 4.2.1 works. It is built from Debian sid's
+# source package with build dependencies from bookworm, fetched by apt-get
+# with a private sources list and state directory (the system's apt sources
+# are not touched), cached under ~/.cache/coldstart/criu and installed as
+# /usr/local/sbin/criu. Quick when that criu already says 4.2.1.
+criu_version=4.2.1
+criu_cache=${COLDSTART_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coldstart}/criu
+if /usr/local/sbin/criu --version 2>/dev/null | grep -q "Version: ${criu_version}\b"; then
+	echo "setup: criu ${criu_version} is present" >&2
+elif [ "$(id -u)" -ne 0 ]; then
+	echo "setup: criu ${criu_version} missing; run this script as root (sudo $0) to build it (the snapshot arm needs it; the other arms run without)" >&2
+else
+	criu_deps=(dpkg-dev build-essential libbsd-dev libcap-dev libgnutls28-dev libnet1-dev libnftables-dev
+		libnl-3-dev libprotobuf-c-dev libprotobuf-dev pkgconf protobuf-c-compiler protobuf-compiler
+		uuid-dev python3-protobuf)
+	missing=()
+	for p in "${criu_deps[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		# Wait for another apt-get (other installs on a shared machine) rather than fail.
+		apt-get -o DPkg::Lock::Timeout=600 update -qq
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	src="$criu_cache/criu-${criu_version}"
+	if [ ! -f "$src/Makefile" ]; then
+		mkdir -p "$criu_cache/apt/lists/partial" "$criu_cache/dl"
+		echo "deb-src http://deb.debian.org/debian sid main" >"$criu_cache/apt/sources.list"
+		aptopts=(-o "Dir::Etc::SourceList=$criu_cache/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+			-o "Dir::State::Lists=$criu_cache/apt/lists" -o APT::Sandbox::User=root)
+		apt-get "${aptopts[@]}" update -qq
+		# Only the upstream tarball is needed for `make criu`; apt checks its
+		# hash against the signed Sources index. (The mirror these machines
+		# reach has served the .dsc and orig tarball but not always the small
+		# debian.tar.xz, whose packaging patches the build does not need.)
+		(cd "$criu_cache/dl" && apt-get "${aptopts[@]}" source --download-only -qq "criu=${criu_version}-1" >/dev/null 2>&1) || true
+		orig="$criu_cache/dl/criu_${criu_version}.orig.tar.xz"
+		[ -f "$orig" ] || { echo "setup: could not fetch criu_${criu_version} source from Debian sid" >&2; exit 1; }
+		rm -rf "$src" && mkdir -p "$src"
+		tar -xJf "$orig" -C "$src" --strip-components=1
+		rm -rf "$criu_cache/dl"
+	fi
+	make -C "$src" -j"$(nproc)" criu >"$criu_cache/build.log" 2>&1 ||
+		{ echo "setup: building criu failed; see $criu_cache/build.log" >&2; tail -20 "$criu_cache/build.log" >&2; exit 1; }
+	install -m 0755 "$src/criu/criu" /usr/local/sbin/criu
+	echo "setup: installed criu ${criu_version} as /usr/local/sbin/criu" >&2
+fi

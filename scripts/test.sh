@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh runs coldstart's whole test suite on a fresh Debian machine, as root:
-#   1. scripts/setup.sh installs upx and runc where missing (quick when present);
+#   1. scripts/setup.sh installs upx, runc, criu and a JDK where missing (quick when present);
 #   2. scripts/kube-testenv.sh builds kube-apiserver and etcd for the Knative
 #      tests into a cache outside the repo (~15 min the first time, then instant);
 #   3. go vet, then go test with the integration tests included.

@@ -2,8 +2,10 @@
 // health and reflection, HTTP/1.1 JSON echo on its own listener, and an
 // opt-in debug listener (pprof, runtime metrics).
 //
-// It listens where it is told: --addr, --unix, or ":$PORT" (Knative's
-// convention). The debug listener is off unless --debug-addr or
+// It listens where it is told: on a listening socket it inherits by socket
+// activation (systemd's LISTEN_FDS/LISTEN_PID convention, as coldstart's
+// prebound arm hands it over; it then ignores --addr, --unix and $PORT),
+// else --addr, --unix, or ":$PORT" (Knative's convention). The debug listener is off unless --debug-addr or
 // $COLDSTART_DEBUG_ADDR names it.
 package main
 
@@ -11,9 +13,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"syscall"
+
+	"github.com/coreos/go-systemd/v22/activation"
 
 	"github.com/coldstart-go/coldstart/internal/echo"
 	"github.com/coldstart-go/coldstart/internal/rtmetrics"
@@ -32,10 +38,43 @@ func main() {
 			o.Addr = ":" + p
 		}
 	}
+	lis, err := inherited()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(1)
+	}
+	o.Listener = lis
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := echo.Serve(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}
+}
+
+// inherited returns the gRPC listener handed over by socket activation, or
+// nil when there is none. activation.Listeners reads LISTEN_FDS only when
+// LISTEN_PID is this process's pid, and unsets the variables, so a child of
+// the server does not take the sockets for its own. With several sockets,
+// the one LISTEN_FDNAMES names "grpc" is the gRPC listener, else the first
+// name in sorted order.
+func inherited() (net.Listener, error) {
+	named, err := activation.ListenersWithNames()
+	if err != nil {
+		return nil, fmt.Errorf("inherited listeners: %w", err)
+	}
+	if ls := named["grpc"]; len(ls) > 0 {
+		return ls[0], nil
+	}
+	names := make([]string, 0, len(named))
+	for n := range named {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if ls := named[n]; len(ls) > 0 {
+			return ls[0], nil
+		}
+	}
+	return nil, nil
 }

@@ -33,6 +33,10 @@ type Options struct {
 	Addr string
 	// Unix is a Unix socket path for gRPC; it replaces Addr when set.
 	Unix string
+	// Listener is an already listening socket for gRPC (one handed over by
+	// socket activation); it replaces Addr and Unix when set, and Serve
+	// closes it.
+	Listener net.Listener
 	// HTTPAddr is the HTTP/1.1 JSON echo listener (POST /echo); "" = off.
 	HTTPAddr string
 	// DebugAddr serves /debug/pprof/ and /debug/runtime (Go runtime
@@ -90,17 +94,20 @@ func HTTPEcho(w http.ResponseWriter, r *http.Request) {
 
 // Serve runs the sample server until ctx is done, then stops gracefully.
 func Serve(ctx context.Context, o Options) error {
-	network, address := "tcp", o.Addr
-	if o.Unix != "" {
-		network, address = "unix", o.Unix
-		_ = os.Remove(o.Unix) // a stale socket file from a killed run
-	}
-	if address == "" {
-		return errors.New("no gRPC address: pass --addr, --unix or set $PORT")
-	}
-	lis, err := net.Listen(network, address)
-	if err != nil {
-		return fmt.Errorf("listen %s %s: %w", network, address, err)
+	lis := o.Listener
+	if lis == nil {
+		network, address := "tcp", o.Addr
+		if o.Unix != "" {
+			network, address = "unix", o.Unix
+			_ = os.Remove(o.Unix) // a stale socket file from a killed run
+		}
+		if address == "" {
+			return errors.New("no gRPC address: pass --addr, --unix or set $PORT")
+		}
+		var err error
+		if lis, err = net.Listen(network, address); err != nil {
+			return fmt.Errorf("listen %s %s: %w", network, address, err)
+		}
 	}
 	srv := grpc.NewServer()
 	echopb.RegisterEchoServer(srv, Service{})

@@ -21,6 +21,10 @@ const (
 	UPX  = "upx"
 	Runc = "runc"
 	Kube = "kube"
+	// CRIU is criu ≥ 4.2 passing `criu check` (the snapshot arm); JDK is
+	// javac and java (the JVM server of the snapshot tests).
+	CRIU = "criu"
+	JDK  = "jdk"
 )
 
 // Required reports whether $COLDSTART_REQUIRE names what (or "all").

@@ -43,6 +43,7 @@ type options struct {
 	exitCode    int
 	noReflect   bool
 	startDelay  time.Duration
+	mptcp       bool
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.IntVar(&o.exitCode, "exit-code", 3, "exit mode: the exit status")
 	flag.BoolVar(&o.noReflect, "no-reflection", false, "grpc mode: do not register the reflection service")
 	flag.DurationVar(&o.startDelay, "start-delay", 0, "sleep this long before listening: a known extra start-up time (0 = none)")
+	flag.BoolVar(&o.mptcp, "mptcp", false, "listen with Multipath TCP whatever GODEBUG says (a socket criu cannot dump)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -113,7 +115,11 @@ func listen(o options) (net.Listener, error) {
 		}
 		address = "127.0.0.1:" + p
 	}
-	lis, err := net.Listen(network, address)
+	var lc net.ListenConfig
+	if o.mptcp {
+		lc.SetMultipathTCP(true)
+	}
+	lis, err := lc.Listen(context.Background(), network, address)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s %s: %w", network, address, err)
 	}
