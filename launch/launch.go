@@ -79,6 +79,10 @@ var ErrExited = errors.New("server exited")
 type Process struct {
 	// Grace is how long Stop waits after SIGTERM before SIGKILL (0 = 2 s).
 	Grace time.Duration
+	// Prepare, when set, adjusts the command just before it starts (extra
+	// files, namespaces, stdio): what the prebound and snapshot launchers
+	// add to a plain process.
+	Prepare func(cmd *exec.Cmd)
 }
 
 var _ Launcher = Process{}
@@ -104,6 +108,9 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
 	// alone and coldstart stops the server in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if l.Prepare != nil {
+		l.Prepare(cmd)
+	}
 	if s.Log != nil {
 		fmt.Fprintf(s.Log, "+ %s%s\n", envPrefix(s), shellQuote(append([]string{s.Path}, s.Args...)))
 	}

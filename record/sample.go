@@ -45,7 +45,14 @@ type Sample struct {
 	GOMAXPROCSPredicted int `json:"gomaxprocs_predicted,omitempty"`
 	// ProberCPUMs is the prober's own CPU time during this probe.
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
-	Attempts    int     `json:"attempts"`
+	// LauncherCPUMs is the CPU time of a process the launcher runs before
+	// the server (criu restore: user+system), beside StartupCPUMs; 0 for
+	// launchers that start the server directly.
+	LauncherCPUMs float64 `json:"launcher_cpu_ms,omitempty"`
+	// LauncherStats are the launcher's own statistics (criu restore:
+	// restore_time_ms, forking_time_ms, pages_restored, ...).
+	LauncherStats map[string]float64 `json:"launcher_stats,omitempty"`
+	Attempts      int                `json:"attempts"`
 	Error       string  `json:"error,omitempty"`
 	// PageCache counts the arm's file pages before and after they were
 	// evicted for this start (run --page-cache cold; nil = left warm).

@@ -31,7 +31,10 @@ type Summary struct {
 	GOMAXPROCS         int     `json:"gomaxprocs_predicted"`
 	// Median of the prober's own CPU per probe, and where it ran.
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
-	ProberCPUs  string  `json:"prober_cpus"`
+	// LauncherCPUMs is the median CPU of the launcher's own process (criu
+	// restore), beside the server's StartupCPUMs (0 for other launchers).
+	LauncherCPUMs float64 `json:"launcher_cpu_ms,omitempty"`
+	ProberCPUs    string  `json:"prober_cpus"`
 	Probe       string  `json:"probe"`
 	// PhasesMs holds the median of every phase seen, launcher phases
 	// included (runc: bundle_ready, created).
@@ -45,7 +48,7 @@ type Summary struct {
 // an error are left out.
 func Summarize(ss []Sample) Summary {
 	var sum Summary
-	var first, cpu, rss, pss, pcpu, cgcpu, cgmem []float64
+	var first, cpu, rss, pss, pcpu, cgcpu, cgmem, lcpu []float64
 	phases := map[string][]float64{}
 	for _, s := range ss {
 		if s.Error != "" || s.Warmup {
@@ -58,6 +61,7 @@ func Summarize(ss []Sample) Summary {
 		pcpu = append(pcpu, s.ProberCPUMs)
 		cgcpu = append(cgcpu, s.CgroupCPUMs)
 		cgmem = append(cgmem, float64(s.CgroupMemPeakBytes))
+		lcpu = append(lcpu, s.LauncherCPUMs)
 		sum.GOMAXPROCS = s.GOMAXPROCSPredicted
 		for _, p := range s.Phases {
 			phases[p.Name] = append(phases[p.Name], p.Ms)
@@ -75,6 +79,7 @@ func Summarize(ss []Sample) Summary {
 	sum.ProberCPUMs = Quantiles(pcpu, 0.5)[0]
 	sum.CgroupCPUMs = Quantiles(cgcpu, 0.5)[0]
 	sum.CgroupMemPeakBytes = int64(Quantiles(cgmem, 0.5)[0])
+	sum.LauncherCPUMs = Quantiles(lcpu, 0.5)[0]
 	for name, xs := range phases {
 		sum.PhasesMs[name] = Quantiles(xs, 0.5)[0]
 	}
