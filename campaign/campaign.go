@@ -33,6 +33,18 @@ type Arm struct {
 	Dir string
 	// SizeBytes is the artifact's size, reported beside its figures.
 	SizeBytes int64
+	// Target is where every instance of this arm listens (a restored
+	// checkpoint listens where the dumped server did); zero = a fresh
+	// address per instance.
+	Target prober.Target
+}
+
+// fixedTarget is a's own fixed address, else the campaign's.
+func (a Arm) fixedTarget(campaign prober.Target) prober.Target {
+	if a.Target.Address != "" {
+		return a.Target
+	}
+	return campaign
 }
 
 func (a Arm) launcher() launch.Launcher {

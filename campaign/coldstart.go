@@ -150,7 +150,7 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 			s.Error = err.Error()
 		}
 	}()
-	t, cleanup, err := newTarget(c.Transport, c.Addr, checker)
+	t, cleanup, err := newTarget(c.Transport, a.fixedTarget(c.Addr), checker)
 	if err != nil {
 		return s, err
 	}
@@ -213,6 +213,14 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 		s.CgroupCPUMs, s.CgroupMemPeakBytes = u.CPUSeconds*1000, u.MemPeakBytes
 	}
 	s.GOMAXPROCSPredicted = lb.GOMAXPROCS()
+	// A launcher that runs a process of its own first (criu restore) says
+	// what that cost.
+	if l, ok := inst.(interface{ LauncherCPU() time.Duration }); ok {
+		s.LauncherCPUMs = ms(l.LauncherCPU())
+	}
+	if l, ok := inst.(interface{ Stats() map[string]float64 }); ok {
+		s.LauncherStats = l.Stats()
+	}
 	return s, nil
 }
 

@@ -70,13 +70,18 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record 
 		}
 	}()
 	for i := 0; i < d.Instances; i++ {
-		t, cleanup, err := newTarget(d.Transport, prober.Target{}, checker)
+		t, cleanup, err := newTarget(d.Transport, a.Target, checker)
 		if err != nil {
 			return row, err
 		}
 		cleanups = append(cleanups, cleanup)
-		if err := prober.EnsureFree(ctx, t); err != nil {
-			return row, fmt.Errorf("%s: %w", a.Name, err)
+		// Restored copies of one checkpoint all listen at its address
+		// (criu restores each listener with SO_REUSEADDR semantics): only
+		// the first finds it free, and readiness there is any copy's.
+		if i == 0 || a.Target.Address == "" {
+			if err := prober.EnsureFree(ctx, t); err != nil {
+				return row, fmt.Errorf("%s: %w", a.Name, err)
+			}
 		}
 		inst, err := a.Instance(ctx, t, d.Budget, d.Log)
 		if err != nil {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/pgocollect"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -32,9 +34,9 @@ func (o *serverOptions) begin(ctx context.Context, label, transport string) (pro
 // results file. Arms that fail to build are reported on stderr and in the
 // results file and left out; it fails only when none built.
 func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, transport string) (campaign.Built, error) {
-	arms, err := builds.ParseArms(o.Arms)
+	arms, start, hideBase, err := o.armLists()
 	if err != nil {
-		return campaign.Built{}, fmt.Errorf("--arms: %w", err)
+		return campaign.Built{}, err
 	}
 	level := builds.UPXLevel("")
 	if err := level.Set(o.UPXLevel); err != nil {
@@ -51,6 +53,14 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 		Engine: o.Runtime,
 	}
 	built, err := campaign.BuildArms(ctx, cfg)
+	if err == nil {
+		checker, _ := o.checker()
+		err = campaign.AddStartArms(ctx, &built, start, campaign.StartConfig{
+			Base: o.StartFrom, HideBase: hideBase, Transport: campaign.Transport(transport),
+			Snapshot: &launch.Snapshot{Warmup: o.SnapshotWarmup, Wait: prober.WaitOptions{Timeout: 30 * time.Second}},
+			Checker:  checker, Log: o.log(), Record: rf.Add,
+		})
+	}
 	for _, a := range built.Artifacts {
 		if rerr := rf.Add("artifact", a); rerr != nil {
 			return built, rerr

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -35,6 +36,10 @@ type serverOptions struct {
 	ResultsDir  string
 	Verbose     bool
 	Quiet       bool
+	// The start arms (prebound, snapshot): which build they start, and
+	// the snapshot's warm-up calls.
+	StartFrom      string
+	SnapshotWarmup int
 
 	extraPositional []string
 }
@@ -47,11 +52,14 @@ func (o *serverOptions) defaults() {
 	o.Runtime = "runc"
 	o.Output = render.Table
 	o.ResultsDir = "results"
+	o.StartFrom = "default"
 }
 
 func (o *serverOptions) bind(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.Arms, "arms", o.Arms, "arms to build and measure, comma-separated (known: default, static, upx, pgo, image)")
+	f.StringVar(&o.Arms, "arms", o.Arms, "arms to build and measure, comma-separated (known: default, static, upx, pgo, image; and prebound, snapshot: the --start-from build started with a socket bound by coldstart, or restored from a CRIU checkpoint)")
+	f.StringVar(&o.StartFrom, "start-from", o.StartFrom, "the build arm that the prebound and snapshot arms start")
+	f.IntVar(&o.SnapshotWarmup, "snapshot-warmup", 0, "calls (readiness probes, each over a fresh connection) the server answers before it is checkpointed (0 = none)")
 	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
 	f.StringVar(&o.UPXLevel, "upx-level", o.UPXLevel, "upx arm compression: default, best or lzma")
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
@@ -76,8 +84,11 @@ func (o *serverOptions) validate() error {
 	if o.Bin != "" && o.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
 	}
-	if _, err := builds.ParseArms(o.Arms); err != nil {
-		return fmt.Errorf("--arms: %w", err)
+	if _, _, _, err := o.armLists(); err != nil {
+		return err
+	}
+	if o.SnapshotWarmup < 0 {
+		return fmt.Errorf("--snapshot-warmup: %d, want 0 or more", o.SnapshotWarmup)
 	}
 	var level builds.UPXLevel
 	if err := level.Set(o.UPXLevel); err != nil {
@@ -114,4 +125,31 @@ func (o *serverOptions) log() io.Writer {
 		return os.Stderr
 	}
 	return nil
+}
+
+// armLists splits --arms into the arms to build and the start arms
+// (prebound, snapshot), which start the --start-from build: it is built
+// even when not listed (hide: then it is not measured itself).
+func (o *serverOptions) armLists() (build, start []string, hide bool, err error) {
+	all := strings.Split(o.Arms, ",")
+	for i := range all {
+		all[i] = strings.TrimSpace(all[i])
+	}
+	build, start, hide = campaign.SplitStartArms(all, o.StartFrom)
+	if len(start) > 0 && contains(campaign.StartArms, o.StartFrom) {
+		return nil, nil, false, fmt.Errorf("--start-from: %q is a start arm; name a build arm (default, static, upx, pgo)", o.StartFrom)
+	}
+	if build, err = builds.ParseArms(strings.Join(build, ",")); err != nil {
+		return nil, nil, false, fmt.Errorf("--arms: %w", err)
+	}
+	return build, start, hide, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
