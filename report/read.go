@@ -141,6 +141,8 @@ type Campaign struct {
 	Crosscheck []CrosscheckRow
 	// Pull are image pulls (`coldstart pull`, report/pull.go).
 	Pull []PullRow
+	// Checkpoints are the snapshot arm's checkpoints.
+	Checkpoints []Checkpoint
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -317,6 +319,8 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Crosscheck)
 		case kind == PullKind:
 			err = add(line, &c.Pull)
+		case kind == "checkpoint":
+			err = add(line, &c.Checkpoints)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue

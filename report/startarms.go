@@ -1,0 +1,141 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/coldstart-go/coldstart/record"
+)
+
+// Checkpoint is the snapshot arm's checkpoint, as campaign records it.
+type Checkpoint = record.Checkpoint
+
+// hasStartArms reports whether c measured a prebound or snapshot arm.
+func (c *Campaign) hasStartArms() bool {
+	for _, s := range c.Summaries {
+		if s.Arm == record.PreboundArm || s.Arm == record.SnapshotArm {
+			return true
+		}
+	}
+	return false
+}
+
+// startArmsSection writes "Start without starting": for each campaign with
+// a prebound or snapshot arm, the prebound arm's time in the backlog and the
+// snapshot arm's restore, each beside the arm they start (the base) under
+// the same budget.
+func (r *Report) startArmsSection(m *mdw) {
+	if !r.has((*Campaign).hasStartArms) {
+		return
+	}
+	m.p("## Start without starting: prebound socket and snapshot restore\n\n")
+	m.p("*prebound*: coldstart binds the listening socket and starts the server with it as fd 3 " +
+		"(socket activation: `LISTEN_FDS=1`, `LISTEN_PID=1` in a new PID namespace); the first connection waits in the " +
+		"kernel's accept queue until the server accepts. *backlog wait* is `server_accepted − queued` (read from the " +
+		"listener's accept-queue length), its share is of spawn → first RPC. *snapshot*: the base build, started once, " +
+		"warmed, dumped by CRIU to a tmpfs; each cold start is `criu restore` (the spawn is criu's) → first RPC over a fresh " +
+		"connection; *restore CPU* is criu's own CPU plus the restored server's at first RPC.\n\n")
+	for _, c := range r.Campaigns {
+		if !c.hasStartArms() {
+			continue
+		}
+		r.heading(m, c, "coldstart")
+		base := "default"
+		if len(c.Checkpoints) > 0 && c.Checkpoints[0].Base != "" {
+			base = c.Checkpoints[0].Base
+		}
+		baseMedian := map[string]float64{}
+		for _, s := range c.Summaries {
+			if s.Arm == base {
+				baseMedian[s.Budget] = s.MedianMs
+			}
+		}
+		var pre, snap [][]string
+		for _, s := range sortedSummaries(c.Summaries) {
+			vs := ""
+			if b, ok := baseMedian[s.Budget]; ok && b > 0 {
+				vs = fmt.Sprintf("%.3g ms (×%.2f)", b, s.MedianMs/b)
+			}
+			samples := countedSamples(c, s.Arm, s.Budget)
+			switch s.Arm {
+			case record.PreboundArm:
+				wait, share := backlog(samples)
+				pre = append(pre, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), fmt.Sprintf("%.3g", s.MedianMs),
+					fmt.Sprintf("%.3g–%.3g", s.MinMs, s.MaxMs), vs, msOrEmpty(wait), sharePct(share)})
+			case record.SnapshotArm:
+				criuRestore := median(samples, func(x Sample) (float64, bool) {
+					v, ok := x.LauncherStats["restore_time_ms"]
+					return v, ok
+				})
+				restoreCPU := median(samples, func(x Sample) (float64, bool) { return x.LauncherCPUMs + x.StartupCPUMs, true })
+				snap = append(snap, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), fmt.Sprintf("%.3g", s.MedianMs),
+					fmt.Sprintf("%.3g–%.3g", s.MinMs, s.MaxMs), vs, msOrEmpty(s.PhasesMs[record.PhaseProcessRestored]),
+					msOrEmpty(criuRestore), msOrEmpty(restoreCPU), mibOrEmpty(s.PSSBytes)})
+			}
+		}
+		if len(pre) > 0 {
+			m.table([]string{"arm", "budget", "runs", "median ms", "range ms", base + " median (ratio)", "backlog wait ms", "backlog share"}, pre)
+		}
+		if len(snap) > 0 {
+			m.table([]string{"arm", "budget", "runs", "median ms", "range ms", base + " median (ratio)", "criu restore returned ms", "criu's restore time ms", "restore CPU ms", "PSS at first RPC"}, snap)
+		}
+		for _, ck := range c.Checkpoints {
+			m.p("Checkpoint of %s: %s on tmpfs, dumped in %.0f ms after %d warm-up calls (criu %s, %v; frozen %.0f ms, %.0f pages written).\n\n",
+				ck.Base, mibOrEmpty(ck.Bytes), ck.DumpMs, ck.Warmup, orUnknown(ck.CRIUVersion), ck.Env,
+				ck.Stats["frozen_time_ms"], ck.Stats["memory_pages_written"])
+		}
+		m.p("%s\n\n", provenanceLine(c))
+	}
+}
+
+// countedSamples are c's counted, successful samples of one arm and budget.
+func countedSamples(c *Campaign, arm, budget string) []Sample {
+	var out []Sample
+	for _, s := range c.Samples {
+		if s.Arm == arm && s.Budget == budget && !s.Warmup && s.Error == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// backlog is the median time the first connection waited in the accept
+// queue, and the median of that wait's share of spawn → first RPC.
+func backlog(ss []Sample) (waitMs, share float64) {
+	waitMs = median(ss, func(s Sample) (float64, bool) {
+		q, ok1 := s.Phase(record.PhaseQueued)
+		a, ok2 := s.Phase(record.PhaseServerAccepted)
+		return a - q, ok1 && ok2
+	})
+	share = median(ss, func(s Sample) (float64, bool) {
+		q, ok1 := s.Phase(record.PhaseQueued)
+		a, ok2 := s.Phase(record.PhaseServerAccepted)
+		return (a - q) / s.FirstRPCMs, ok1 && ok2 && s.FirstRPCMs > 0
+	})
+	return waitMs, share
+}
+
+// median of f over the samples where it is defined (0 when none).
+func median(ss []Sample, f func(Sample) (float64, bool)) float64 {
+	var xs []float64
+	for _, s := range ss {
+		if v, ok := f(s); ok {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+}
+
+func sharePct(f float64) string {
+	if f == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
+}
