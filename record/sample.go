@@ -53,7 +53,7 @@ type Sample struct {
 	// restore_time_ms, forking_time_ms, pages_restored, ...).
 	LauncherStats map[string]float64 `json:"launcher_stats,omitempty"`
 	Attempts      int                `json:"attempts"`
-	Error       string  `json:"error,omitempty"`
+	Error         string             `json:"error,omitempty"`
 	// PageCache counts the arm's file pages before and after they were
 	// evicted for this start (run --page-cache cold; nil = left warm).
 	PageCache *PageCacheEviction `json:"page_cache,omitempty"`

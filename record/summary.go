@@ -35,7 +35,7 @@ type Summary struct {
 	// restore), beside the server's StartupCPUMs (0 for other launchers).
 	LauncherCPUMs float64 `json:"launcher_cpu_ms,omitempty"`
 	ProberCPUs    string  `json:"prober_cpus"`
-	Probe       string  `json:"probe"`
+	Probe         string  `json:"probe"`
 	// PhasesMs holds the median of every phase seen, launcher phases
 	// included (runc: bundle_ready, created).
 	PhasesMs map[string]float64 `json:"phases_ms"`
