@@ -1,0 +1,693 @@
+// Package leangrpc is a lean gRPC client: unary calls and bidirectional
+// streams over one cleartext HTTP/2 connection, written directly as frames
+// with golang.org/x/net/http2's Framer and hpack, as h2load does in C. It
+// exists so that a load generator's own CPU per call stays small: no
+// per-call goroutines, no per-call header encoding (each method's request
+// header block is encoded once, with never-indexed literals, so it can be
+// re-sent verbatim), requests from concurrent callers coalesced into one
+// write, responses read in large buffered reads, flow-control updates
+// batched.
+//
+// It speaks the gRPC-over-HTTP/2 protocol with messages as raw bytes
+// (already marshalled protobuf), without compression, TLS, retries, name
+// resolution or load balancing: one Conn is one connection to one address.
+// Errors the server sends are *status.Status errors from grpc's status
+// package, as grpc-go's client returns them.
+package leangrpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Defaults for the windows this client advertises. They match steady's
+// grpc-go options (4 MiB per stream, 16 MiB per connection), so the two
+// clients see the same flow control.
+const (
+	DefaultStreamWindow = 4 << 20
+	DefaultConnWindow   = 16 << 20
+)
+
+// ErrClosed is returned by calls on a connection after Close.
+var ErrClosed = errors.New("leangrpc: connection closed")
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	streamWindow uint32
+	connWindow   uint32
+	userAgent    string
+}
+
+// WithWindows sets the receive windows advertised per stream and per
+// connection, in bytes (0 keeps the default; HTTP/2's own initial window is
+// 65,535).
+func WithWindows(stream, conn uint32) Option {
+	return func(o *options) {
+		if stream != 0 {
+			o.streamWindow = stream
+		}
+		if conn != 0 {
+			o.connWindow = conn
+		}
+	}
+}
+
+// WithUserAgent sets the user-agent header sent with every call.
+func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }
+
+// Conn is one HTTP/2 connection carrying gRPC calls. Its methods are safe
+// for concurrent use; the Unary and Stream values it hands out are not.
+type Conn struct {
+	conn      net.Conn
+	fr        *http2.Framer
+	authority string
+	opts      options
+	dec       *hpack.Decoder
+	decInto   *stream // the stream whose header block dec is decoding (nil = discard)
+	contID    uint32  // stream of a header block continued in CONTINUATION frames
+	contEnd   bool    // that block's HEADERS frame ended the stream
+
+	mu       sync.Mutex
+	cond     sync.Cond // window grew, a stream ended, or the connection failed
+	wbuf     []byte    // frames waiting to be written
+	spare    []byte
+	flushing bool // a caller is writing wbuf; others append and leave
+	err      error
+	nextID   uint32
+	streams  map[uint32]*stream
+	goAway   bool
+	// Flow control. sendWin is what the server lets us send on the
+	// connection; peerStreamWin its initial window for each new stream.
+	sendWin       int64
+	peerStreamWin int64
+	peerMaxFrame  int
+	peerMaxStream uint32
+	recvUnacked   int64 // DATA bytes received on the connection, not yet returned by WINDOW_UPDATE
+
+	readDone chan struct{}
+}
+
+// Dial connects to address over network ("tcp" or "unix"), sends the
+// HTTP/2 preface and settings, and waits for the server's SETTINGS, so a
+// server that does not speak HTTP/2 in clear text fails here. authority is
+// the :authority of every call (for a Unix socket, "localhost" is usual).
+func Dial(ctx context.Context, network, address, authority string, opt ...Option) (*Conn, error) {
+	o := options{streamWindow: DefaultStreamWindow, connWindow: DefaultConnWindow, userAgent: "coldstart-leangrpc"}
+	for _, f := range opt {
+		f(&o)
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", address, err)
+	}
+	c := &Conn{
+		conn:          nc,
+		authority:     authority,
+		opts:          o,
+		nextID:        1,
+		streams:       map[uint32]*stream{},
+		sendWin:       65535,
+		peerStreamWin: 65535,
+		peerMaxFrame:  16384,
+		peerMaxStream: math.MaxUint32,
+		readDone:      make(chan struct{}),
+	}
+	c.cond.L = &c.mu
+	c.fr = http2.NewFramer((*appender)(c), bufio.NewReaderSize(nc, 64<<10))
+	c.fr.SetReuseFrames()
+	c.dec = hpack.NewDecoder(4096, c.emit)
+	c.dec.SetMaxStringLength(1 << 20)
+
+	if err := c.handshake(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("HTTP/2 handshake with %s: %w", address, err)
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *Conn) handshake(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.conn.SetDeadline(dl)
+	} else {
+		c.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	defer c.conn.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	c.mu.Lock()
+	c.wbuf = append(c.wbuf, http2.ClientPreface...)
+	c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.opts.streamWindow},
+	)
+	if c.opts.connWindow > 65535 {
+		c.fr.WriteWindowUpdate(0, c.opts.connWindow-65535)
+	}
+	err := c.flushLocked()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	f, err := c.fr.ReadFrame()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("read the server's SETTINGS (does it speak HTTP/2 without TLS?): %w", err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return fmt.Errorf("first frame from the server is %v, want SETTINGS", f.Header())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handleSettingsLocked(sf)
+}
+
+// appender is the Framer's writer: frames are appended to wbuf under mu
+// and written by flushLocked.
+type appender Conn
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.wbuf = append(a.wbuf, p...)
+	return len(p), nil
+}
+
+// flushLocked writes wbuf. Called with mu held; it releases mu during the
+// write. If another caller is already writing, the frames just appended
+// go out with its next write, so concurrent callers share write calls.
+func (c *Conn) flushLocked() error {
+	if c.flushing {
+		return nil
+	}
+	c.flushing = true
+	for len(c.wbuf) > 0 && c.err == nil {
+		buf := c.wbuf
+		c.wbuf = c.spare[:0]
+		c.mu.Unlock()
+		_, err := c.conn.Write(buf)
+		c.mu.Lock()
+		c.spare = buf[:0]
+		if err != nil {
+			c.failLocked(fmt.Errorf("write to server: %w", err))
+		}
+	}
+	c.flushing = false
+	return c.err
+}
+
+// failLocked ends the connection: every open stream fails with err.
+func (c *Conn) failLocked(err error) {
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	c.conn.Close()
+	for id, s := range c.streams {
+		s.endLocked(status.New(codes.Unavailable, err.Error()))
+		delete(c.streams, id)
+	}
+	c.cond.Broadcast()
+}
+
+// Err is the reason the connection cannot take new calls, or nil.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection; calls in progress fail.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	c.failLocked(ErrClosed)
+	c.mu.Unlock()
+	<-c.readDone
+	return nil
+}
+
+// headerBlock encodes a request's header block once. Every field that is
+// not an exact entry of HPACK's static table is a never-indexed literal,
+// so the block leaves the server's decoder table untouched and can be sent
+// again as is on any stream.
+func (c *Conn) headerBlock(path string) []byte {
+	var b bytesWriter
+	e := hpack.NewEncoder(&b)
+	e.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
+	e.WriteField(hpack.HeaderField{Name: ":scheme", Value: "http"})
+	for _, f := range [][2]string{
+		{":path", path},
+		{":authority", c.authority},
+		{"content-type", "application/grpc"},
+		{"te", "trailers"},
+		{"user-agent", c.opts.userAgent},
+	} {
+		e.WriteField(hpack.HeaderField{Name: f[0], Value: f[1], Sensitive: true})
+	}
+	return b
+}
+
+type bytesWriter []byte
+
+func (b *bytesWriter) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+
+// Encode frames msg as one gRPC message: a zero compression flag, its
+// length (4 bytes, big-endian), then its bytes.
+func Encode(msg []byte) []byte {
+	out := make([]byte, 5+len(msg))
+	n := len(msg)
+	out[1], out[2], out[3], out[4] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	copy(out[5:], msg)
+	return out
+}
+
+// openLocked registers s under a new stream ID and queues its HEADERS.
+// It waits while the server's concurrent-stream limit is reached.
+func (c *Conn) openLocked(s *stream, block []byte, endStream bool) error {
+	for c.err == nil && !c.goAway && uint32(len(c.streams)) >= c.peerMaxStream {
+		c.cond.Wait()
+	}
+	if c.err != nil {
+		return status.Error(codes.Unavailable, c.err.Error())
+	}
+	if c.goAway {
+		return status.Error(codes.Unavailable, "server sent GOAWAY: no new calls on this connection")
+	}
+	s.reset(c.nextID, c.peerStreamWin)
+	c.nextID += 2
+	c.streams[s.id] = s
+	if len(block) > c.peerMaxFrame {
+		// Rare (a very long authority or path): split into CONTINUATIONs.
+		c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: block[:c.peerMaxFrame], EndStream: endStream})
+		rest := block[c.peerMaxFrame:]
+		for len(rest) > 0 {
+			n := min(len(rest), c.peerMaxFrame)
+			c.fr.WriteContinuation(s.id, n == len(rest), rest[:n])
+			rest = rest[n:]
+		}
+		return nil
+	}
+	return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: block, EndStream: endStream, EndHeaders: true})
+}
+
+// sendLocked queues data (whole gRPC messages) on s in DATA frames as the
+// flow-control windows allow, flushing and waiting for WINDOW_UPDATEs when
+// they are used up.
+func (c *Conn) sendLocked(s *stream, data []byte, endStream bool) error {
+	for {
+		if c.err != nil {
+			return status.Error(codes.Unavailable, c.err.Error())
+		}
+		if s.done {
+			return s.st.Err()
+		}
+		n := min(int64(len(data)), int64(c.peerMaxFrame), c.sendWin, s.sendWin)
+		if n <= 0 && len(data) > 0 {
+			if err := c.flushLocked(); err != nil {
+				return status.Error(codes.Unavailable, err.Error())
+			}
+			if min(c.sendWin, s.sendWin) <= 0 && c.err == nil && !s.done {
+				c.cond.Wait()
+			}
+			continue
+		}
+		last := int(n) == len(data)
+		c.fr.WriteData(s.id, endStream && last, data[:n])
+		c.sendWin -= n
+		s.sendWin -= n
+		data = data[n:]
+		if last {
+			return nil
+		}
+	}
+}
+
+// cancelLocked abandons s: RST_STREAM(CANCEL) if it is still open.
+func (c *Conn) cancelLocked(s *stream) {
+	if s.done {
+		return
+	}
+	if c.streams[s.id] == s {
+		delete(c.streams, s.id)
+		if c.err == nil {
+			c.fr.WriteRSTStream(s.id, http2.ErrCodeCancel)
+			c.flushLocked()
+		}
+	}
+	s.endLocked(status.New(codes.Canceled, context.Canceled.Error()))
+	c.cond.Broadcast()
+}
+
+// stream is one HTTP/2 stream's receive side and send window. Its fields
+// are guarded by Conn.mu.
+type stream struct {
+	id      uint32
+	sendWin int64
+
+	headers     bool // the response headers arrived; the next block is trailers
+	httpStatus  string
+	contentType string
+	grpcStatus  string
+	grpcMessage string
+	trailersSet bool
+	keepMeta    bool
+	header      []hpack.HeaderField
+	trailer     []hpack.HeaderField
+
+	buf         []byte // received message bytes not yet consumed
+	off         int
+	recvUnacked int64
+
+	done bool
+	st   *status.Status
+	wake chan struct{} // cap 1: the receiver is told something arrived
+	wait bool          // the receiver sleeps on wake
+}
+
+func newStream() *stream { return &stream{wake: make(chan struct{}, 1)} }
+
+func (s *stream) reset(id uint32, win int64) {
+	s.id, s.sendWin = id, win
+	s.headers, s.trailersSet, s.done, s.wait = false, false, false, false
+	s.httpStatus, s.contentType, s.grpcStatus, s.grpcMessage = "", "", "", ""
+	s.header, s.trailer = s.header[:0], s.trailer[:0]
+	s.buf, s.off, s.recvUnacked = s.buf[:0], 0, 0
+	s.st = nil
+	select { // a wake-up left from a cancelled call
+	case <-s.wake:
+	default:
+	}
+}
+
+// endLocked ends the stream with st and wakes its receiver.
+func (s *stream) endLocked(st *status.Status) {
+	if s.done {
+		return
+	}
+	s.done, s.st = true, st
+	s.notifyLocked()
+}
+
+func (s *stream) notifyLocked() {
+	if s.wait {
+		s.wait = false
+		s.wake <- struct{}{}
+	}
+}
+
+// message returns the next whole received message, if there is one.
+func (s *stream) message() ([]byte, bool, error) {
+	b := s.buf[s.off:]
+	if len(b) < 5 {
+		return nil, false, nil
+	}
+	n := int(uint32(b[1])<<24 | uint32(b[2])<<16 | uint32(b[3])<<8 | uint32(b[4]))
+	if len(b)-5 < n {
+		return nil, false, nil
+	}
+	if b[0] != 0 {
+		return nil, false, status.Error(codes.Internal, "leangrpc: compressed message received, but no compression was offered")
+	}
+	s.off += 5 + n
+	return b[5 : 5+n], true, nil
+}
+
+// finalStatus is the call's status from what the stream received: the
+// trailers' grpc-status and grpc-message, or, lacking them, the HTTP
+// status mapped as grpc-go maps it.
+func (s *stream) finalStatus() *status.Status {
+	if s.grpcStatus != "" {
+		code, err := strconv.ParseUint(s.grpcStatus, 10, 32)
+		if err != nil {
+			return status.Newf(codes.Internal, "malformed grpc-status %q", s.grpcStatus)
+		}
+		msg := s.grpcMessage
+		if m, err := url.PathUnescape(msg); err == nil {
+			msg = m
+		}
+		return status.New(codes.Code(code), msg)
+	}
+	if s.httpStatus != "" && s.httpStatus != "200" {
+		code := codes.Unknown
+		switch s.httpStatus {
+		case "400":
+			code = codes.Internal
+		case "401":
+			code = codes.Unauthenticated
+		case "403":
+			code = codes.PermissionDenied
+		case "404":
+			code = codes.Unimplemented
+		case "429", "502", "503", "504":
+			code = codes.Unavailable
+		}
+		return status.Newf(code, "unexpected HTTP status code received from server: %s", s.httpStatus)
+	}
+	return status.New(codes.Internal, "server closed the stream without sending trailers")
+}
+
+// emit takes one decoded header field for the stream being decoded.
+func (c *Conn) emit(f hpack.HeaderField) {
+	s := c.decInto
+	if s == nil {
+		return
+	}
+	trailer := s.headers
+	switch f.Name {
+	case ":status":
+		s.httpStatus = f.Value
+	case "content-type":
+		s.contentType = f.Value
+	case "grpc-status":
+		s.grpcStatus = f.Value
+	case "grpc-message":
+		s.grpcMessage = f.Value
+	}
+	if s.keepMeta {
+		if trailer {
+			s.trailer = append(s.trailer, f)
+		} else {
+			s.header = append(s.header, f)
+		}
+	}
+}
+
+// readLoop reads every frame the server sends and hands each to its
+// stream, until the connection fails.
+func (c *Conn) readLoop() {
+	defer close(c.readDone)
+	for {
+		f, err := c.fr.ReadFrame()
+		if err == nil {
+			err = c.handle(f)
+		}
+		if err != nil {
+			c.mu.Lock()
+			if errors.Is(err, io.EOF) {
+				err = errors.New("server closed the connection")
+			}
+			c.failLocked(fmt.Errorf("read from server: %w", err))
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *Conn) handle(f http2.Frame) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.contID != 0 {
+		cf, ok := f.(*http2.ContinuationFrame)
+		if !ok || cf.StreamID != c.contID {
+			return fmt.Errorf("expected CONTINUATION of stream %d, got %v", c.contID, f.Header())
+		}
+		return c.headerFragment(cf.StreamID, cf.HeaderBlockFragment(), cf.HeadersEnded(), c.contEnd)
+	}
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		return c.handleData(f)
+	case *http2.HeadersFrame:
+		c.decInto = c.streams[f.StreamID]
+		return c.headerFragment(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded(), f.StreamEnded())
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return c.handleSettingsLocked(f)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			c.fr.WritePing(true, f.Data)
+			c.flushLocked()
+		}
+	case *http2.WindowUpdateFrame:
+		if f.StreamID == 0 {
+			c.sendWin += int64(f.Increment)
+		} else if s := c.streams[f.StreamID]; s != nil {
+			s.sendWin += int64(f.Increment)
+		}
+		c.cond.Broadcast()
+	case *http2.RSTStreamFrame:
+		if s := c.streams[f.StreamID]; s != nil {
+			delete(c.streams, f.StreamID)
+			s.endLocked(resetStatus(f.ErrCode))
+			c.cond.Broadcast()
+		}
+	case *http2.GoAwayFrame:
+		c.goAway = true
+		msg := fmt.Sprintf("server sent GOAWAY (%v, %q)", f.ErrCode, f.DebugData())
+		for id, s := range c.streams {
+			if id > f.LastStreamID {
+				delete(c.streams, id)
+				s.endLocked(status.New(codes.Unavailable, msg))
+			}
+		}
+		c.cond.Broadcast()
+	case *http2.PushPromiseFrame:
+		return errors.New("PUSH_PROMISE received although push was disabled")
+	}
+	return nil
+}
+
+// handleSettingsLocked applies the server's settings and acknowledges
+// them.
+func (c *Conn) handleSettingsLocked(f *http2.SettingsFrame) error {
+	err := f.ForeachSetting(func(st http2.Setting) error {
+		switch st.ID {
+		case http2.SettingInitialWindowSize:
+			// A change applies to every open stream's window (RFC 9113 6.9.2).
+			delta := int64(st.Val) - c.peerStreamWin
+			c.peerStreamWin = int64(st.Val)
+			for _, s := range c.streams {
+				s.sendWin += delta
+			}
+		case http2.SettingMaxFrameSize:
+			c.peerMaxFrame = int(st.Val)
+		case http2.SettingMaxConcurrentStreams:
+			c.peerMaxStream = st.Val
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.fr.WriteSettingsAck()
+	c.cond.Broadcast()
+	return c.flushLocked()
+}
+
+// resetStatus is the status of a stream the server reset, mapped from the
+// HTTP/2 error code as grpc-go maps it.
+func resetStatus(code http2.ErrCode) *status.Status {
+	c := codes.Internal
+	switch code {
+	case http2.ErrCodeRefusedStream:
+		c = codes.Unavailable
+	case http2.ErrCodeCancel:
+		c = codes.Canceled
+	case http2.ErrCodeEnhanceYourCalm:
+		c = codes.ResourceExhausted
+	case http2.ErrCodeInadequateSecurity:
+		c = codes.PermissionDenied
+	}
+	return status.Newf(c, "stream terminated by RST_STREAM with error code: %v", code)
+}
+
+// headerFragment decodes one piece of a header block; at its end it closes
+// the block and, when the stream ended with it, ends the stream.
+func (c *Conn) headerFragment(id uint32, frag []byte, endHeaders, endStream bool) error {
+	if _, err := c.dec.Write(frag); err != nil {
+		return fmt.Errorf("decode headers of stream %d: %w", id, err)
+	}
+	if !endHeaders {
+		c.contID, c.contEnd = id, endStream
+		return nil
+	}
+	c.contID = 0
+	if err := c.dec.Close(); err != nil {
+		return fmt.Errorf("decode headers of stream %d: %w", id, err)
+	}
+	s := c.decInto
+	c.decInto = nil
+	if s == nil {
+		return nil // a stream we abandoned
+	}
+	if !s.headers {
+		s.headers = true
+		if s.httpStatus == "200" && !strings.HasPrefix(s.contentType, "application/grpc") && s.grpcStatus == "" {
+			c.finishLocked(s, status.Newf(codes.Unknown, "unexpected content-type %q", s.contentType), true)
+			return nil
+		}
+	} else {
+		s.trailersSet = true
+	}
+	if endStream {
+		c.finishLocked(s, s.finalStatus(), false)
+	}
+	return nil
+}
+
+// finishLocked ends s with st; reset also resets the stream on the wire
+// (the server has not ended it).
+func (c *Conn) finishLocked(s *stream, st *status.Status, reset bool) {
+	delete(c.streams, s.id)
+	if reset && c.err == nil {
+		c.fr.WriteRSTStream(s.id, http2.ErrCodeCancel)
+		c.flushLocked()
+	}
+	s.endLocked(st)
+	c.cond.Broadcast()
+}
+
+func (c *Conn) handleData(f *http2.DataFrame) error {
+	// Padding counts against flow control too.
+	n := int64(f.Length)
+	c.recvUnacked += n
+	if c.recvUnacked >= int64(c.opts.connWindow)/4 {
+		c.fr.WriteWindowUpdate(0, uint32(c.recvUnacked))
+		c.recvUnacked = 0
+		defer c.flushLocked()
+	}
+	s := c.streams[f.StreamID]
+	if s == nil {
+		return nil
+	}
+	if !s.headers {
+		return fmt.Errorf("DATA before HEADERS on stream %d", f.StreamID)
+	}
+	if s.off == len(s.buf) {
+		s.buf, s.off = s.buf[:0], 0
+	}
+	s.buf = append(s.buf, f.Data()...)
+	if f.StreamEnded() {
+		c.finishLocked(s, status.New(codes.Internal, "server closed the stream without sending trailers"), false)
+		return nil
+	}
+	s.recvUnacked += n
+	if s.recvUnacked >= int64(c.opts.streamWindow)/4 {
+		c.fr.WriteWindowUpdate(s.id, uint32(s.recvUnacked))
+		s.recvUnacked = 0
+		c.flushLocked()
+	}
+	s.notifyLocked()
+	return nil
+}
