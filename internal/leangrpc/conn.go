@@ -24,10 +24,13 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -42,6 +45,9 @@ const (
 	DefaultStreamWindow = 4 << 20
 	DefaultConnWindow   = 16 << 20
 )
+
+// statusOK is every successful call's status, allocated once.
+var statusOK = status.New(codes.OK, "")
 
 // ErrClosed is returned by calls on a connection after Close.
 var ErrClosed = errors.New("leangrpc: connection closed")
@@ -77,6 +83,8 @@ func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = u
 type Conn struct {
 	conn      net.Conn
 	fr        *http2.Framer
+	br        *bufio.Reader
+	raw       syscall.RawConn // nil: write through conn
 	authority string
 	opts      options
 	dec       *hpack.Decoder
@@ -93,6 +101,10 @@ type Conn struct {
 	nextID   uint32
 	streams  map[uint32]*stream
 	goAway   bool
+	// ctrl: the reader queued control frames (acks, window updates) that
+	// go out with the next write, at the latest when it has read all it
+	// can.
+	ctrl bool
 	// Flow control. sendWin is what the server lets us send on the
 	// connection; peerStreamWin its initial window for each new stream.
 	sendWin       int64
@@ -131,7 +143,11 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 		readDone:      make(chan struct{}),
 	}
 	c.cond.L = &c.mu
-	c.fr = http2.NewFramer((*appender)(c), bufio.NewReaderSize(nc, 64<<10))
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	c.br = bufio.NewReaderSize(nc, 64<<10)
+	c.fr = http2.NewFramer((*appender)(c), c.br)
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.emit)
 	c.dec.SetMaxStringLength(1 << 20)
@@ -181,7 +197,11 @@ func (c *Conn) handshake(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.handleSettingsLocked(sf)
+	if err := c.handleSettingsLocked(sf); err != nil {
+		return err
+	}
+	c.ctrl = false
+	return c.flushLocked()
 }
 
 // appender is the Framer's writer: frames are appended to wbuf under mu
@@ -201,11 +221,17 @@ func (c *Conn) flushLocked() error {
 		return nil
 	}
 	c.flushing = true
+	// Let the other runnable callers (typically those the reader just
+	// answered) queue their frames first, so they share this write: one
+	// write per batch rather than per call, as an event loop does.
+	c.mu.Unlock()
+	runtime.Gosched()
+	c.mu.Lock()
 	for len(c.wbuf) > 0 && c.err == nil {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
 		c.mu.Unlock()
-		_, err := c.conn.Write(buf)
+		err := c.write(buf)
 		c.mu.Lock()
 		c.spare = buf[:0]
 		if err != nil {
@@ -214,6 +240,40 @@ func (c *Conn) flushLocked() error {
 	}
 	c.flushing = false
 	return c.err
+}
+
+// write writes buf whole. Where the connection gives its descriptor, the
+// write is a raw system call (RawSyscall): for a loopback write, which runs
+// the receiver's TCP path on this CPU for tens of microseconds, the Go
+// scheduler would otherwise hand this thread's P to another thread (a
+// futex wake-up and a thread switch per call on a one-CPU generator). A
+// full socket buffer (EAGAIN) waits on the netpoller as usual.
+func (c *Conn) write(buf []byte) error {
+	if c.raw == nil {
+		_, err := c.conn.Write(buf)
+		return err
+	}
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for len(buf) > 0 {
+			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			switch e {
+			case 0:
+				buf = buf[n:]
+			case syscall.EAGAIN:
+				return false
+			case syscall.EINTR:
+			default:
+				werr = e
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return werr
 }
 
 // failLocked ends the connection: every open stream fails with err.
@@ -436,6 +496,9 @@ func (s *stream) message() ([]byte, bool, error) {
 // trailers' grpc-status and grpc-message, or, lacking them, the HTTP
 // status mapped as grpc-go maps it.
 func (s *stream) finalStatus() *status.Status {
+	if s.grpcStatus == "0" && s.grpcMessage == "" {
+		return statusOK
+	}
 	if s.grpcStatus != "" {
 		code, err := strconv.ParseUint(s.grpcStatus, 10, 32)
 		if err != nil {
@@ -497,7 +560,21 @@ func (c *Conn) emit(f hpack.HeaderField) {
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
 	for {
-		f, err := c.fr.ReadFrame()
+		var err error
+		if c.br.Buffered() == 0 {
+			// About to wait for the server: send what we owe it first
+			// (with the requests of callers about to run, see flushLocked).
+			c.mu.Lock()
+			if c.ctrl {
+				c.ctrl = false
+				err = c.flushLocked()
+			}
+			c.mu.Unlock()
+		}
+		var f http2.Frame
+		if err == nil {
+			f, err = c.fr.ReadFrame()
+		}
 		if err == nil {
 			err = c.handle(f)
 		}
@@ -537,7 +614,7 @@ func (c *Conn) handle(f http2.Frame) error {
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			c.fr.WritePing(true, f.Data)
-			c.flushLocked()
+			c.ctrl = true
 		}
 	case *http2.WindowUpdateFrame:
 		if f.StreamID == 0 {
@@ -592,7 +669,8 @@ func (c *Conn) handleSettingsLocked(f *http2.SettingsFrame) error {
 	}
 	c.fr.WriteSettingsAck()
 	c.cond.Broadcast()
-	return c.flushLocked()
+	c.ctrl = true
+	return nil
 }
 
 // resetStatus is the status of a stream the server reset, mapped from the
@@ -652,7 +730,7 @@ func (c *Conn) finishLocked(s *stream, st *status.Status, reset bool) {
 	delete(c.streams, s.id)
 	if reset && c.err == nil {
 		c.fr.WriteRSTStream(s.id, http2.ErrCodeCancel)
-		c.flushLocked()
+		c.ctrl = true
 	}
 	s.endLocked(st)
 	c.cond.Broadcast()
@@ -665,7 +743,7 @@ func (c *Conn) handleData(f *http2.DataFrame) error {
 	if c.recvUnacked >= int64(c.opts.connWindow)/4 {
 		c.fr.WriteWindowUpdate(0, uint32(c.recvUnacked))
 		c.recvUnacked = 0
-		defer c.flushLocked()
+		c.ctrl = true
 	}
 	s := c.streams[f.StreamID]
 	if s == nil {
@@ -686,7 +764,7 @@ func (c *Conn) handleData(f *http2.DataFrame) error {
 	if s.recvUnacked >= int64(c.opts.streamWindow)/4 {
 		c.fr.WriteWindowUpdate(s.id, uint32(s.recvUnacked))
 		s.recvUnacked = 0
-		c.flushLocked()
+		c.ctrl = true
 	}
 	s.notifyLocked()
 	return nil
