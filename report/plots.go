@@ -81,6 +81,17 @@ func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
 				}
 			}
 		}
+		if len(c.Soak) > 0 {
+			ps, err := soakPlots(c)
+			if err != nil {
+				return out, err
+			}
+			for _, sp := range ps {
+				if err := save(sp.p, c, "soak", sp.name, sp.title+" ("+c.Label+")"); err != nil {
+					return out, err
+				}
+			}
+		}
 		if len(c.Steady) > 0 {
 			ps, err := steadyPlots(c)
 			if err != nil {

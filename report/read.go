@@ -64,6 +64,7 @@ type SteadyRow struct {
 	Arm                string   `json:"arm"`
 	Budget             string   `json:"budget"`
 	Protocol           string   `json:"protocol"`
+	Client             string   `json:"client"` // gRPC client library: grpc or lean ("" = grpc, before it was recorded)
 	Scenario           string   `json:"scenario"`
 	PayloadBytes       int      `json:"payload_bytes"`
 	Concurrency        int      `json:"concurrency"`
@@ -143,6 +144,10 @@ type Campaign struct {
 	Pull []PullRow
 	// Checkpoints are the snapshot arm's checkpoints.
 	Checkpoints []Checkpoint
+	// Soak are soak intervals and SoakSummaries their trends (`steady run
+	// --soak`, report/soak.go).
+	Soak          []SoakRow
+	SoakSummaries []SoakSummary
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -321,6 +326,10 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Pull)
 		case kind == "checkpoint":
 			err = add(line, &c.Checkpoints)
+		case kind == SoakKind:
+			err = add(line, &c.Soak)
+		case kind == SoakSummaryKind:
+			err = add(line, &c.SoakSummaries)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue

@@ -122,6 +122,11 @@ func runBudgetRounds(ctx context.Context, cfg Config, p *pin, b budget.Budget, r
 		}
 		servers = append(servers, s)
 	}
+	return runServers(ctx, cfg, servers, record)
+}
+
+// runServers runs every step on the ready servers, in rounds.
+func runServers(ctx context.Context, cfg Config, servers []*server, record func(Row) error) error {
 	for _, proto := range cfg.Protocols {
 		for _, size := range cfg.Payloads {
 			for _, st := range steps(cfg, proto) {

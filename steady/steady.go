@@ -82,6 +82,18 @@ var SampleArgs = []string{"--addr={addr}", "--http-addr={http_addr}"}
 // Config says what to run. Zero fields take the defaults named on them.
 type Config struct {
 	Arms []Arm
+	// Target is a running server to load instead of starting Arms.
+	Target *Target
+	// Soak, when set, replaces the scenarios with one open-loop load at
+	// Rate for this long, reported every SoakInterval (see RunSoak).
+	Soak time.Duration
+	// SoakInterval is the length of each soak row (0 = 1 minute).
+	SoakInterval time.Duration
+	// WindowLimit bounds every closed-loop window in time, whatever its
+	// call count (0 = 10 minutes; a soak is bounded by Soak instead).
+	WindowLimit time.Duration
+	// Client is the gRPC client library ("" = ClientGRPC).
+	Client Client
 	// Budgets are the budgets each arm runs under, one server per arm and
 	// budget (nil = one unlimited budget).
 	Budgets []budget.Budget
@@ -203,14 +215,52 @@ func (c Config) withDefaults() Config {
 	if c.Rounds == 0 {
 		c.Rounds = DefaultRounds
 	}
+	if c.Client == "" {
+		c.Client = ClientGRPC
+	}
+	if c.SoakInterval == 0 {
+		c.SoakInterval = time.Minute
+	}
+	if c.WindowLimit == 0 {
+		c.WindowLimit = 10 * time.Minute
+	}
 	return c
 }
 
 // Validate reports the first setting that cannot run, naming it as the
 // command's flag.
 func (c Config) Validate() error {
-	if len(c.Arms) == 0 {
+	if len(c.Arms) == 0 && c.Target == nil {
 		return errors.New("no server to measure")
+	}
+	if c.Target != nil {
+		if len(c.Arms) > 0 {
+			return errors.New("--target: a running server replaces the arms steady would start; give one or the other")
+		}
+		if err := c.Target.checkLoopback(); err != nil {
+			return err
+		}
+		if c.Target.PID < 0 {
+			return fmt.Errorf("--server-pid: %d is not a process ID", c.Target.PID)
+		}
+	}
+	if c.Client != "" && !known(Clients, c.Client) {
+		return fmt.Errorf("--client: unknown client %q (known: grpc, lean)", c.Client)
+	}
+	if c.Soak != 0 {
+		iv := c.SoakInterval
+		if iv == 0 {
+			iv = time.Minute
+		}
+		if iv < 0 {
+			return fmt.Errorf("--soak-interval: %v is negative", iv)
+		}
+		if c.Soak < 2*iv {
+			return fmt.Errorf("--soak: %v is shorter than two --soak-interval (%v): a trend needs at least two rows (three for its confidence interval)", c.Soak, iv)
+		}
+		if c.Rate <= 0 {
+			return fmt.Errorf("--soak: needs --rate, the open-loop rate in calls per second")
+		}
 	}
 	for _, a := range c.Arms {
 		if a.Path == "" {
@@ -326,6 +376,9 @@ type Row struct {
 	ServiceP99Us float64 `json:"service_p99_us,omitempty"`
 	ServiceMaxUs float64 `json:"service_max_us,omitempty"`
 
+	// Server figures are nil (null) when they could not be read or the
+	// server's process is unknown (a --target without --server-pid),
+	// never 0.
 	ServerCPUUsPerCall *float64 `json:"server_cpu_us_per_call"`
 	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
 	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
@@ -345,6 +398,11 @@ type Row struct {
 	// Noise is what else the machine did during this window (rounds only).
 	Noise *noise.Window `json:"noise,omitempty" render:"-"`
 	RoundStats
+	// Client is the gRPC client library (grpc or lean); empty for HTTP.
+	Client Client `json:"client,omitempty"`
+	// HeapBytes is the server's live heap objects at the window's end
+	// (runtime metrics), when it serves them.
+	HeapBytes *uint64 `json:"heap_bytes,omitempty"`
 }
 
 // Run measures every arm under every budget in interleaved rounds (see
@@ -363,6 +421,17 @@ func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 	if p != nil {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(len(cfg.GeneratorCPUs)))
 		defer p.release()
+	}
+	if cfg.Target != nil {
+		s, err := attachTarget(ctx, cfg, *cfg.Target)
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		if err := p.apply(); err != nil {
+			return err
+		}
+		return runServers(ctx, cfg, []*server{s}, record)
 	}
 	for _, b := range cfg.Budgets {
 		if err := runBudgetRounds(ctx, cfg, p, b, record); err != nil {
@@ -496,7 +565,7 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		return nil, fmt.Errorf("arm %s: wait for ready at %s: %w", a.Name, readyAt, err)
 	}
 	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
-	return &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup}, nil
+	return &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}, nil
 }
 
 // stop stops the server and removes what was made for it.
@@ -514,6 +583,8 @@ type server struct {
 	addrs  addrs
 	// cleanup stops the server, then removes its socket dir.
 	cleanup []func()
+	// metered: inst.PID() is the server's process, read from /proc.
+	metered bool
 }
 
 // step is one measured window's load shape.

@@ -28,6 +28,9 @@ func (s *server) read(ctx context.Context, end bool) (reading, error) {
 	// CPU outside the window (fetch before the CPU reading at the start,
 	// after it at the end).
 	fetch := func() {
+		if s.addrs.debug.Address == "" {
+			return
+		}
 		if snap, err := rtmetrics.Fetch(ctx, s.addrs.debug.Address); err == nil {
 			r.rt = &snap
 		}
@@ -35,11 +38,13 @@ func (s *server) read(ctx context.Context, end bool) (reading, error) {
 	if !end {
 		fetch()
 	}
-	cpu, err := procfs.Host.CPU(s.inst.PID())
-	if err != nil {
-		return r, fmt.Errorf("read %s server CPU: %w", s.arm, err)
+	if s.metered {
+		cpu, err := procfs.Host.CPU(s.inst.PID())
+		if err != nil {
+			return r, fmt.Errorf("read %s server CPU: %w", s.arm, err)
+		}
+		r.server = cpu
 	}
-	r.server = cpu
 	r.self = selfCPU()
 	r.at = time.Now()
 	if end {
@@ -61,6 +66,9 @@ func selfCPU() time.Duration {
 func newTransport(ctx context.Context, cfg Config, s *server, st step, payload []byte) (transport, error) {
 	switch st.proto {
 	case GRPC:
+		if cfg.Client == ClientLean {
+			return newLean(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream)
+		}
 		return newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream)
 	case HTTP1:
 		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload)
@@ -122,7 +130,13 @@ func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers
 		if cfg.Duration > 0 {
 			o = closedLoop(sctx, callers, 0, cfg.Duration, true)
 		} else {
-			o = closedLoop(sctx, callers, int64(cfg.Calls), 0, true)
+			// Bounded in count and, by WindowLimit, in time.
+			lctx, cancel := context.WithTimeout(sctx, cfg.WindowLimit)
+			o = closedLoop(lctx, callers, int64(cfg.Calls), 0, true)
+			if lctx.Err() != nil && sctx.Err() == nil {
+				fmt.Fprintf(cfg.Log, "steady: %s %s: stopped at --window-limit %v after %d calls\n", s.arm, st, cfg.WindowLimit, o.calls)
+			}
+			cancel()
 		}
 	}
 	self := selfCPU()
@@ -135,7 +149,7 @@ func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers
 		}
 	}
 	after.self = self
-	row := s.row(st, o, before, after)
+	row := s.row(cfg, st, o, before, after)
 	if ctx.Err() != nil {
 		// Interrupted: the window is cut short, so its figures are not
 		// comparable; the rows before it are kept.
@@ -188,7 +202,7 @@ func us(h *hdrhistogram.Histogram, q float64) float64 {
 	return float64(h.ValueAtQuantile(q)) / 1e3
 }
 
-func (s *server) row(st step, o outcome, before, after reading) Row {
+func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row {
 	r := Row{
 		Arm:          s.arm,
 		Budget:       s.budget,
@@ -203,6 +217,9 @@ func (s *server) row(st step, o outcome, before, after reading) Row {
 		Seconds:      o.elapsed.Seconds(),
 		Errors:       o.errors,
 		FirstError:   o.first,
+	}
+	if st.proto == GRPC {
+		r.Client = cfg.Client
 	}
 	if o.elapsed > 0 {
 		r.CallsPerS = float64(o.calls) / o.elapsed.Seconds()
@@ -221,7 +238,7 @@ func (s *server) row(st step, o outcome, before, after reading) Row {
 	if o.calls > 0 {
 		n := float64(o.calls)
 		r.ClientCPUUsPerCall = float64(after.self-before.self) / 1e3 / n
-		if !after.at.IsZero() {
+		if !after.at.IsZero() && s.metered {
 			c := (after.server.Seconds() - before.server.Seconds()) * 1e6 / n
 			r.ServerCPUUsPerCall = &c
 		}
@@ -232,9 +249,10 @@ func (s *server) row(st step, o outcome, before, after reading) Row {
 		}
 	}
 	if after.rt != nil {
-		r.GoMaxProcs = after.rt.GoMaxProcs
+		h := after.rt.HeapBytes
+		r.GoMaxProcs, r.HeapBytes = after.rt.GoMaxProcs, &h
 	}
-	if !after.at.IsZero() {
+	if !after.at.IsZero() && s.metered {
 		// A failed read stays nil (null, not a made-up 0); so does a
 		// reading /proc could not complete (Mem.Valid).
 		if m, err := procfs.Host.Mem(s.inst.PID()); err == nil && m.Valid {

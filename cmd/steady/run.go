@@ -59,6 +59,14 @@ type runOptions struct {
 	Output       render.Format
 	ResultsDir   string
 	Verbose      bool
+	Client       string
+	Target       string
+	ServerPID    int
+	DebugAddr    string
+	AllowRemote  bool
+	Soak         time.Duration
+	SoakInterval time.Duration
+	WindowLimit  time.Duration
 
 	positional []string
 	cfg        steady.Config // filled by validate
@@ -72,6 +80,7 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 		MaxInFlight: 128, HTTPPath: "/echo", Output: render.Table, ResultsDir: "results",
 		Budgets: budget.List{Budgets: []budget.Budget{{}}},
 		Arms:    "default,static,upx,pgo,image", UPXLevel: builds.UPXDefault, PGODuration: 10 * time.Second,
+		Client: "grpc", SoakInterval: time.Minute, WindowLimit: 10 * time.Minute,
 	}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
@@ -92,13 +101,24 @@ and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_A
 
 Server arguments after -- may name {addr}, {port}, {socket} (a Unix socket instead of
 a port), {http_addr} and {debug_addr}; HTTP load goes to {http_addr} when they name it,
-else to the server's own address ($PORT or the socket).`,
+else to the server's own address ($PORT or the socket).
+
+--target ADDR loads a server that is already running (host:port or unix:///path; only
+loopback unless --allow-remote) instead of starting arms; --server-pid PID, which must be
+the process listening at ADDR, lets steady meter its CPU and memory, else those columns
+are null (unknown). --soak D --rate R loads one open-loop rate for D, one row per
+--soak-interval, and ends with the slope of RSS and p99 over time (95% interval) and a
+verdict: stable or drifting.`,
 		Example: `  steady run --warmup 2000 --calls 20000
   steady run --protocol grpc,http1 --payload 8B,1KiB,64KiB --concurrency 1,32 --conns 1,8
   steady run --rate 2000 --duration 10s
   steady run --ramp --rate 2000 --ramp-step 2000 --duration 5s
   steady run --pin-server 0 --pin-generator 1
-  steady run --bin api=./api --protocol http1,h2c --pipeline 1,16,64`,
+  steady run --bin api=./api --protocol http1,h2c --pipeline 1,16,64
+  steady run --client lean --pin-generator 1
+  steady run --target 127.0.0.1:8080 --server-pid 4242 --scenario sequential,throughput
+  steady run --target unix:///run/api.sock --protocol http1
+  steady run --soak 10m --soak-interval 1m --rate 1000`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n := cmd.ArgsLenAtDash(); n >= 0 {
 				o.ServerArgs = args[n:]
@@ -147,6 +167,14 @@ else to the server's own address ($PORT or the socket).`,
 	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "progress and every spawned command line on stderr")
+	f.StringVar(&o.Client, "client", o.Client, "gRPC client: grpc (grpc-go) or lean (HTTP/2 frames written directly, for a cheaper generator)")
+	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path")
+	f.IntVar(&o.ServerPID, "server-pid", 0, "with --target: the server's PID (its listener), to meter its CPU and memory (0 = unknown: those columns are null)")
+	f.StringVar(&o.DebugAddr, "debug-addr", "", "with --target: where the server serves runtime metrics (/debug/runtime), for allocation per call and GC cycles")
+	f.BoolVar(&o.AllowRemote, "allow-remote", false, "with --target: allow an address that is not loopback")
+	f.DurationVar(&o.Soak, "soak", 0, "soak: one open-loop --rate for this long, a row per --soak-interval, then RSS and p99 trends (0 = no soak)")
+	f.DurationVar(&o.SoakInterval, "soak-interval", o.SoakInterval, "soak: length of each row")
+	f.DurationVar(&o.WindowLimit, "window-limit", o.WindowLimit, "longest a closed-loop window may run, whatever --calls")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
@@ -209,13 +237,13 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		}
 	case o.Ramp:
 		c.Scenarios = []steady.Scenario{steady.Ramp}
-	case o.Rate > 0:
+	case o.Rate > 0 && o.Soak == 0:
 		c.Scenarios = []steady.Scenario{steady.Open}
 	}
 	if o.Ramp && o.Rate == 0 {
 		return errors.New("--ramp: needs --rate (the first step's calls/s) and --duration")
 	}
-	if o.Rate > 0 && o.Duration == 0 {
+	if o.Rate > 0 && o.Duration == 0 && o.Soak == 0 {
 		return errors.New("--rate: needs --duration (how long each open-loop step runs)")
 	}
 	if o.Warmup < 0 {
@@ -259,9 +287,43 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		}
 		o.genCPUs = b.CPUs
 	}
+	c.Client = steady.Client(o.Client)
+	if o.Target != "" {
+		if len(o.Bins) > 0 || o.Pkg != "" || len(o.ServerArgs) > 0 || cmd.Flags().Changed("arms") {
+			return errors.New("--target: loads a running server; --bin, --arms, PKG and server arguments start servers: give one or the other")
+		}
+		if cmd.Flags().Changed("budget") || o.PinServer != "" {
+			return errors.New("--target: --budget and --pin-server apply to servers steady starts; this one is already running")
+		}
+		t, err := steady.ParseTarget(o.Target)
+		if err != nil {
+			return fmt.Errorf("--target: %w", err)
+		}
+		c.Target = &steady.Target{Addr: t, PID: o.ServerPID, DebugAddr: o.DebugAddr, AllowRemote: o.AllowRemote}
+	} else if o.ServerPID != 0 || o.DebugAddr != "" || o.AllowRemote {
+		return errors.New("--server-pid, --debug-addr, --allow-remote: only with --target (steady meters the servers it starts itself)")
+	}
+	if o.Soak != 0 {
+		if o.Rate <= 0 {
+			return errors.New("--soak: needs --rate (calls per second)")
+		}
+		if o.Soak < 2*o.SoakInterval {
+			return fmt.Errorf("--soak: %v is shorter than two --soak-interval (%v); a trend needs at least two rows", o.Soak, o.SoakInterval)
+		}
+		if cmd.Flags().Changed("duration") || o.Ramp || o.Scenarios != "" {
+			return errors.New("--soak: runs its own open loop; --duration, --ramp and --scenario do not apply")
+		}
+		c.Soak, c.SoakInterval = o.Soak, o.SoakInterval
+	} else if cmd.Flags().Changed("soak-interval") {
+		return errors.New("--soak-interval: only with --soak")
+	}
+	if o.WindowLimit <= 0 {
+		return fmt.Errorf("--window-limit: %v, want a positive duration", o.WindowLimit)
+	}
+	c.WindowLimit = o.WindowLimit
 	// Arms are filled from PKG at run time; check the rest with a stand-in.
 	check := *c
-	if len(check.Arms) == 0 {
+	if len(check.Arms) == 0 && check.Target == nil {
 		check.Arms = []steady.Arm{{Name: "default", Path: "server"}}
 	}
 	return check.Validate()
@@ -279,7 +341,7 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		return err
 	}
 	var failed error
-	if len(cfg.Arms) == 0 {
+	if len(cfg.Arms) == 0 && cfg.Target == nil {
 		arms, ferr, closeArms, err := o.buildArms(ctx, rf)
 		defer closeArms()
 		if err != nil {
@@ -297,6 +359,9 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		if err := pinGenerator(&cfg, o.genCPUs); err != nil {
 			return err
 		}
+	}
+	if cfg.Soak > 0 {
+		return soak(ctx, cfg, o, rf, w, failed)
 	}
 	var rows []steady.Row
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
@@ -398,4 +463,34 @@ func pinGenerator(cfg *steady.Config, cpus []int) error {
 	}
 	cfg.GeneratorCPUs = cpus
 	return nil
+}
+
+// soak runs steady.RunSoak, recording each interval as "soak" and each
+// server's trends as "soak_summary", and prints the rows and verdicts.
+func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *resultfile.File, w io.Writer, failed error) error {
+	var rows []steady.SoakRow
+	var sums []steady.SoakSummary
+	err := steady.RunSoak(ctx, cfg, func(r steady.SoakRow) error {
+		rows = append(rows, r)
+		return rf.Add("soak", r)
+	}, func(s steady.SoakSummary) error {
+		sums = append(sums, s)
+		return rf.Add("soak_summary", s)
+	})
+	fmt.Fprintf(os.Stderr, "steady: results in %s\n", rf.Path())
+	if len(rows) > 0 {
+		if rerr := render.Write(w, o.Output, rows); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if o.Output == render.Table || o.Output == render.Markdown {
+		for _, s := range sums {
+			fmt.Fprintf(w, "\n%s %s: %s over %.0f s at %.0f calls/s (%d intervals, %d calls, %d errors)\n  RSS %s\n  p99 %s\n",
+				s.Arm, s.Budget, s.Verdict, s.Seconds, s.RateReq, s.Intervals, s.Calls, s.Errors, s.RSS.Text, s.P99.Text)
+		}
+	}
+	if err == nil && failed != nil {
+		err = fmt.Errorf("not every arm was measured: %w", failed)
+	}
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -46,7 +47,7 @@ func TestParse(t *testing.T) {
 				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
 				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
 				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
-				Budgets: []budget.Budget{{}},
+				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
 			},
 		},
 		{
@@ -58,7 +59,7 @@ func TestParse(t *testing.T) {
 				Concurrency: []int{1, 32}, Conns: []int{1, 8}, Pipeline: []int{16, 64},
 				Scenarios: []steady.Scenario{steady.Open}, Rate: 2000, Duration: 10 * time.Second,
 				Warmup: -1, Calls: 50000, Rounds: 5, Confidence: 0.95, RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128,
-				HTTPPath: "/echo", Budgets: []budget.Budget{{}},
+				HTTPPath: "/echo", Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
 			},
 			pkg: "./cmd/api",
 			srv: []string{"--listen={addr}"},
@@ -73,6 +74,29 @@ func TestParse(t *testing.T) {
 				Conns: []int{1}, Pipeline: []int{1}, Scenarios: []steady.Scenario{steady.Ramp}, Rate: 1000,
 				Duration: 2 * time.Second, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95, RampP99: 10 * time.Millisecond,
 				RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo", Budgets: []budget.Budget{{CPUs: []int{0}}},
+				Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+			},
+		},
+		{
+			name: "target, lean client",
+			args: []string{"--target", "unix:///run/api.sock", "--server-pid", "42", "--debug-addr", "127.0.0.1:9", "--client", "lean", "--window-limit", "1m"},
+			want: steady.Config{
+				Target:    &steady.Target{Addr: prober.Target{Network: "unix", Address: "/run/api.sock"}, PID: 42, DebugAddr: "127.0.0.1:9"},
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientLean, WindowLimit: time.Minute,
+			},
+		},
+		{
+			name: "soak",
+			args: []string{"--soak", "10m", "--soak-interval", "30s", "--rate", "500"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rate: 500, Rounds: 5, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+				Soak: 10 * time.Minute, SoakInterval: 30 * time.Second,
 			},
 		},
 	} {
@@ -117,6 +141,18 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--budget", "gpus=1"}, "--budget"},
 		{[]string{"-o", "yaml"}, "yaml"},
 		{[]string{"a", "b"}, "at most one PKG"},
+		{[]string{"--client", "fast"}, `--client: unknown client "fast"`},
+		{[]string{"--target", "8080"}, "--target"},
+		{[]string{"--target", "10.1.2.3:80"}, "--allow-remote"},
+		{[]string{"--target", "127.0.0.1:80", "--bin", "/bin/a"}, "--target"},
+		{[]string{"--target", "127.0.0.1:80", "--budget", "cpus=0"}, "--target"},
+		{[]string{"--server-pid", "42"}, "only with --target"},
+		{[]string{"--target", "127.0.0.1:80", "--server-pid", "-3"}, "--server-pid"},
+		{[]string{"--soak", "1m", "--rate", "100"}, "--soak: 1m0s is shorter than two --soak-interval (1m0s)"},
+		{[]string{"--soak", "10m"}, "--soak: needs --rate"},
+		{[]string{"--soak", "10m", "--rate", "10", "--duration", "1s"}, "--soak"},
+		{[]string{"--soak-interval", "10s"}, "--soak-interval: only with --soak"},
+		{[]string{"--window-limit", "0s"}, "--window-limit"},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

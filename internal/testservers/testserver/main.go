@@ -2,7 +2,8 @@
 // -mode, for tests across coldstart: servers that follow other conventions
 // than the sample server (an HTTP-only server, a port flag with another name,
 // $PORT only, a Unix socket), servers that are not ready at first, and
-// servers that misbehave (exit at once, never become ready, never listen).
+// servers that misbehave (exit at once, never become ready, never listen, leak
+// memory on every call).
 //
 // Where it listens: -socket PATH (a Unix socket), else -listen-port N
 // (127.0.0.1:N), else 127.0.0.1:$PORT. Nothing else is read. -start-delay D
@@ -44,6 +45,7 @@ type options struct {
 	noReflect   bool
 	startDelay  time.Duration
 	mptcp       bool
+	leak        int
 }
 
 func main() {
@@ -58,6 +60,7 @@ func main() {
 	flag.BoolVar(&o.noReflect, "no-reflection", false, "grpc mode: do not register the reflection service")
 	flag.DurationVar(&o.startDelay, "start-delay", 0, "sleep this long before listening: a known extra start-up time (0 = none)")
 	flag.BoolVar(&o.mptcp, "mptcp", false, "listen with Multipath TCP whatever GODEBUG says (a socket criu cannot dump)")
+	flag.IntVar(&o.leak, "leak-per-call", 0, "grpc mode: each Echo call leaks this many bytes of resident memory (0 = none)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -128,7 +131,15 @@ func listen(o options) (net.Listener, error) {
 
 func serveGRPC(ctx context.Context, lis net.Listener, o options) error {
 	srv := grpc.NewServer()
-	echopb.RegisterEchoServer(srv, echo.Service{})
+	if o.leak > 0 {
+		l, err := newLeakyEcho(o.leak, 4<<30)
+		if err != nil {
+			return err
+		}
+		echopb.RegisterEchoServer(srv, l)
+	} else {
+		echopb.RegisterEchoServer(srv, echo.Service{})
+	}
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	if !o.noReflect {

@@ -1,0 +1,151 @@
+package steady
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/coldstart-go/coldstart/internal/echo/echopb"
+	"github.com/coldstart-go/coldstart/internal/leangrpc"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// Client is the gRPC client library a gRPC step uses.
+type Client string
+
+// The gRPC clients.
+const (
+	// ClientGRPC is grpc-go, what most Go services' clients use.
+	ClientGRPC Client = "grpc"
+	// ClientLean is internal/leangrpc: gRPC written as HTTP/2 frames
+	// directly, as h2load does, so that the generator's own CPU per call
+	// stays small.
+	ClientLean Client = "lean"
+)
+
+// Clients lists the accepted clients, for help text and errors.
+var Clients = []Client{ClientGRPC, ClientLean}
+
+const echoStreamMethod = "/coldstart.echo.v1.Echo/EchoStream"
+
+// leanTransport is conns leangrpc connections; worker i uses conn i%conns.
+// A connection that fails is dialled again by the next call on it.
+type leanTransport struct {
+	target prober.Target
+	conns  []*leanSlot
+	stream bool
+	msg    []byte // the marshalled EchoRequest
+}
+
+// leanSlot is one connection and what replaced it after a failure.
+type leanSlot struct {
+	mu sync.Mutex
+	c  *leangrpc.Conn
+}
+
+func authority(t prober.Target) string {
+	if t.Network == "unix" {
+		return "localhost" // grpc-go's own choice for a socket path
+	}
+	return t.Address
+}
+
+func newLean(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool) (*leanTransport, error) {
+	msg, err := proto.Marshal(&echopb.EchoRequest{Payload: payload})
+	if err != nil {
+		return nil, fmt.Errorf("marshal request: %w", err)
+	}
+	l := &leanTransport{target: t, stream: stream, msg: msg}
+	for i := 0; i < conns; i++ {
+		c, err := leangrpc.Dial(ctx, t.Network, t.Address, authority(t))
+		if err != nil {
+			l.close()
+			return nil, fmt.Errorf("dial %s: %w", t, err)
+		}
+		l.conns = append(l.conns, &leanSlot{c: c})
+	}
+	return l, nil
+}
+
+// conn is the slot's connection, dialled again if it failed.
+func (l *leanTransport) conn(ctx context.Context, s *leanSlot) (*leangrpc.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c.Err() == nil {
+		return s.c, nil
+	}
+	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, authority(l.target))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s again: %w", l.target, err)
+	}
+	s.c.Close()
+	s.c = c
+	return c, nil
+}
+
+func (l *leanTransport) caller(ctx context.Context, i int) (caller, error) {
+	s := l.conns[i%len(l.conns)]
+	c, err := l.conn(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !l.stream {
+		return &leanUnary{l: l, slot: s, c: c, u: c.NewUnary(echoMethod, l.msg)}, nil
+	}
+	st, err := c.NewStream(ctx, echoStreamMethod)
+	if err != nil {
+		return nil, fmt.Errorf("open EchoStream: %w", err)
+	}
+	return &leanStream{s: st, framed: leangrpc.Encode(l.msg)}, nil
+}
+
+func (l *leanTransport) close() {
+	for _, s := range l.conns {
+		s.mu.Lock()
+		s.c.Close()
+		s.mu.Unlock()
+	}
+}
+
+// leanUnary calls Echo with the same request every time, on a new stream
+// of its connection.
+type leanUnary struct {
+	l    *leanTransport
+	slot *leanSlot
+	c    *leangrpc.Conn
+	u    *leangrpc.Unary
+}
+
+func (u *leanUnary) call(ctx context.Context) error {
+	_, err := u.u.Call(ctx)
+	if err != nil && u.c.Err() != nil {
+		// The connection broke (this call counts as the error): the next
+		// call goes over a new one.
+		if c, derr := u.l.conn(ctx, u.slot); derr == nil {
+			u.c, u.u = c, c.NewUnary(echoMethod, u.l.msg)
+		}
+	}
+	return err
+}
+
+// leanStream sends one message on an open EchoStream and waits for its
+// echo, like grpcStream.
+type leanStream struct {
+	s      *leangrpc.Stream
+	framed []byte
+}
+
+func (s *leanStream) call(ctx context.Context) error {
+	if err := s.s.Send(s.framed); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	_, err := s.s.Recv(ctx)
+	if errors.Is(err, io.EOF) {
+		return errors.New("EchoStream ended by the server")
+	}
+	return err
+}

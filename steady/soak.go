@@ -1,0 +1,181 @@
+package steady
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// SoakStep is the scenario of soak rows.
+const SoakStep Scenario = "soak"
+
+// SoakRow is one interval of a soak: the step row of that interval's
+// open-loop window, where it lies in the soak, and the server's heap.
+type SoakRow struct {
+	Row
+	// Interval counts from 1; AtSeconds is the interval's end, in seconds
+	// from the soak's start.
+	Interval  int     `json:"interval"`
+	AtSeconds float64 `json:"at_s" render:"%.0f"`
+}
+
+// SoakSummary is a soak's end: the slope of RSS and of p99 over time, each
+// with its 95% interval and verdict, and the soak's verdict (drifting if
+// either drifts, unknown if either cannot be told, else stable).
+type SoakSummary struct {
+	Arm       string  `json:"arm"`
+	Budget    string  `json:"budget"`
+	RateReq   float64 `json:"rate_req_per_s"`
+	Intervals int     `json:"intervals"`
+	Seconds   float64 `json:"seconds"`
+	Calls     int64   `json:"calls"`
+	Errors    int64   `json:"errors"`
+	RSS       Trend   `json:"rss"`
+	P99       Trend   `json:"p99"`
+	Verdict   string  `json:"verdict"`
+}
+
+// RunSoak loads each arm (or the target) at cfg.Rate in open loop for
+// cfg.Soak, one window per cfg.SoakInterval, calling record with each
+// interval's row as it ends and summary with each server's trends at the
+// end. Each window's schedule starts when the previous window's last call
+// has returned and the server has been read (a few milliseconds); within a
+// window latency counts from each call's intended send time, so a stall
+// shows in the window it began in.
+func RunSoak(ctx context.Context, cfg Config, record func(SoakRow) error, summary func(SoakSummary) error) error {
+	if cfg.Soak <= 0 {
+		return fmt.Errorf("--soak: want a duration")
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	p, err := newPin(cfg.GeneratorCPUs)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		defer p.release()
+	}
+	soak := func(s *server) error { return soakServer(ctx, cfg, s, record, summary) }
+	if cfg.Target != nil {
+		s, err := attachTarget(ctx, cfg, *cfg.Target)
+		if err != nil {
+			return err
+		}
+		defer s.stop()
+		if err := p.apply(); err != nil {
+			return err
+		}
+		return soak(s)
+	}
+	for _, b := range cfg.Budgets {
+		for _, a := range cfg.Arms {
+			s, err := startArm(ctx, cfg, p, a, b)
+			if err != nil {
+				return err
+			}
+			err = soak(s)
+			s.stop()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// soakServer runs the soak's windows on one ready server.
+func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow) error, summary func(SoakSummary) error) error {
+	st := step{proto: cfg.Protocols[0], scenario: Open, payload: cfg.Payloads[0], rate: cfg.Rate}
+	sh := steps(Config{Scenarios: []Scenario{Open}, MaxInFlight: cfg.MaxInFlight, Conns: cfg.Conns[:1], Pipeline: cfg.Pipeline[:1], Rate: cfg.Rate}, st.proto)
+	st.concurrency, st.conns, st.depth = sh[0].concurrency, sh[0].conns, sh[0].depth
+
+	var rows []SoakRow
+	start := time.Now()
+	n := int((cfg.Soak + cfg.SoakInterval - 1) / cfg.SoakInterval)
+	pr, err := prepareStep(ctx, cfg, s, st)
+	if err != nil {
+		return err
+	}
+	defer pr.close()
+	start = time.Now()
+	for i := 1; i <= n; i++ {
+		w := min(cfg.SoakInterval, cfg.Soak-time.Since(start))
+		if w < cfg.SoakInterval/2 && i > 1 {
+			break // the rest is too short to be a comparable row
+		}
+		wc := cfg
+		wc.Duration = w
+		_, err = s.measure(ctx, pr.sctx, wc, st, pr.callers, func(r Row) error {
+			r.Scenario = SoakStep
+			sr := SoakRow{Row: r, Interval: i, AtSeconds: time.Since(start).Seconds()}
+			rows = append(rows, sr)
+			fmt.Fprintf(cfg.Log, "steady: %s soak %d/%d: %.0f calls/s p99 %.0f µs errors %d rss %s\n", s.arm, i, n, r.CallsPerS, r.P99Us, r.Errors, rssText(r.RSSBytes))
+			return record(sr)
+		})
+		if err != nil {
+			break
+		}
+	}
+	if len(rows) > 0 {
+		if serr := summary(summarizeSoak(cfg, s, rows)); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+func rssText(p *int64) string {
+	if p == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(*p)/(1<<20))
+}
+
+// Materiality: a slope counts as drift only when its whole 95% interval
+// lies beyond these rates. RSS: 1 MiB/h (below it, a day's soak grows less
+// than 24 MiB); p99: 20% of the soak's median p99 per hour.
+const (
+	rssMaterialPerHour = 1 << 20
+	p99MaterialPerHour = 0.20
+)
+
+func summarizeSoak(cfg Config, s *server, rows []SoakRow) SoakSummary {
+	sum := SoakSummary{Arm: s.arm, Budget: s.budget, RateReq: cfg.Rate, Intervals: len(rows)}
+	var t, rss, tp, p99 []float64
+	for _, r := range rows {
+		sum.Calls += r.Calls
+		sum.Errors += r.Errors
+		sum.Seconds = r.AtSeconds
+		if r.RSSBytes != nil {
+			t = append(t, r.AtSeconds)
+			rss = append(rss, float64(*r.RSSBytes))
+		}
+		if r.Calls > 0 {
+			tp = append(tp, r.AtSeconds)
+			p99 = append(p99, r.P99Us)
+		}
+	}
+	sum.RSS = newTrend("rss_bytes", "bytes/h", t, rss, rssMaterialPerHour, signedBytes)
+	if len(rss) == 0 {
+		sum.RSS.Text = "unknown: the server's process is not known (--server-pid)"
+	}
+	sorted := slices.Clone(p99)
+	slices.Sort(sorted)
+	var med float64
+	if len(sorted) > 0 {
+		med = sorted[len(sorted)/2]
+	}
+	sum.P99 = newTrend("p99_us", "µs/h", tp, p99, p99MaterialPerHour*med, signedUs)
+	switch {
+	case sum.RSS.Verdict == Drifting || sum.P99.Verdict == Drifting:
+		sum.Verdict = Drifting
+	case sum.RSS.Verdict == Unknown || sum.P99.Verdict == Unknown:
+		sum.Verdict = Unknown
+	default:
+		sum.Verdict = Stable
+	}
+	return sum
+}

@@ -1,0 +1,86 @@
+package steady
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coldstart-go/coldstart/internal/testservers"
+)
+
+// TestSoakCatchesLeak soaks a test server that leaks 128 KiB of resident
+// memory per call: the soak must call it drifting, and the leak's real
+// rate (128 KiB × the calls per second achieved) must lie inside the RSS
+// slope's 95% interval.
+func TestSoakCatchesLeak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 4-second soak")
+	}
+	const leak = 128 << 10
+	arm := Arm{Name: "leaky", Path: testservers.Build(t), Args: []string{"-mode", "grpc", "-listen-port", "{port}", "-leak-per-call", "131072"}}
+	var rows []SoakRow
+	var sums []SoakSummary
+	cfg := Config{Arms: []Arm{arm}, Client: ClientLean, Rate: 400, Soak: 4 * time.Second, SoakInterval: 400 * time.Millisecond, MaxInFlight: 16, Warmup: 3000}
+	err := RunSoak(context.Background(), cfg, func(r SoakRow) error { rows = append(rows, r); return nil }, func(s SoakSummary) error { sums = append(sums, s); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 8 || len(sums) != 1 {
+		t.Fatalf("%d rows, %d summaries; want ≥ 8 and 1", len(rows), len(sums))
+	}
+	for _, r := range rows {
+		t.Logf("interval %d at %.2fs: %d calls, rss %d", r.Interval, r.AtSeconds, r.Calls, *r.RSSBytes)
+	}
+	s := sums[0]
+	// The leak's real rate over the span the slope is fitted on: the calls
+	// after the first reading, over the time from the first to the last.
+	var calls int64
+	for _, r := range rows[1:] {
+		calls += r.Calls
+	}
+	truth := leak * float64(calls) / (rows[len(rows)-1].AtSeconds - rows[0].AtSeconds) * 3600
+	t.Logf("RSS %s; true leak %s/h; p99 %s", s.RSS.Text, signedBytes(truth), s.P99.Text)
+	if s.RSS.Verdict != Drifting || s.Verdict != Drifting {
+		t.Errorf("verdicts RSS %s, soak %s; want drifting", s.RSS.Verdict, s.Verdict)
+	}
+	if truth < s.RSS.Lo || truth > s.RSS.Hi {
+		t.Errorf("true leak rate %.0f B/h outside the RSS slope's interval [%.0f, %.0f]", truth, s.RSS.Lo, s.RSS.Hi)
+	}
+	if !strings.HasPrefix(s.RSS.Text, "drifting: +") || !strings.Contains(s.RSS.Text, "/h") {
+		t.Errorf("RSS text %q, want \"drifting: +… /h …\"", s.RSS.Text)
+	}
+	for _, r := range rows {
+		if r.Scenario != SoakStep || r.Errors != 0 || r.RSSBytes == nil || r.ServerCPUUsPerCall == nil || math.Abs(r.CallsPerS-400) > 80 {
+			t.Errorf("interval %d: %s, %.0f calls/s, %d errors (%s), rss %v", r.Interval, r.Scenario, r.CallsPerS, r.Errors, r.FirstError, r.RSSBytes)
+		}
+	}
+}
+
+func TestFitTrend(t *testing.T) {
+	// y = 5 + 2t exactly: slope 7200/h with a zero-width interval.
+	ts := []float64{0, 1, 2, 3, 4}
+	ys := []float64{5, 7, 9, 11, 13}
+	b, lo, hi, ok := fitTrend(ts, ys)
+	if !ok || math.Abs(b-7200) > 1e-6 || math.Abs(lo-7200) > 1e-6 || math.Abs(hi-7200) > 1e-6 {
+		t.Errorf("fitTrend(exact line) = %v [%v, %v] %v, want 7200 [7200, 7200]", b, lo, hi, ok)
+	}
+	// Noise around a flat line: the interval holds zero; t(0.975, 3) = 3.182.
+	ys = []float64{10, 11, 9, 11, 9}
+	b, lo, hi, _ = fitTrend(ts, ys)
+	if lo > 0 || hi < 0 {
+		t.Errorf("fitTrend(flat noise) = %v [%v, %v], want an interval around 0", b, lo, hi)
+	}
+	// se = sqrt(SSR/(n-2)/Sxx): SSR 3.6, Sxx 10 → 0.3464; × 3.1824 × 3600.
+	if w := (hi - lo) / 2; math.Abs(w-0.34641*3.18245*3600) > 1 {
+		t.Errorf("half-width %v, want %v", w, 0.34641*3.18245*3600)
+	}
+	if _, _, _, ok := fitTrend(ts[:2], ys[:2]); ok {
+		t.Error("fitTrend with 2 points: ok, want not enough")
+	}
+	tr := newTrend("rss_bytes", "bytes/h", ts, []float64{0, 1 << 20, 2 << 20, 3 << 20, 4 << 20}, 1<<20, signedBytes)
+	if tr.Verdict != Drifting || !strings.HasPrefix(tr.Text, "drifting: +3.52 GiB/h") {
+		t.Errorf("trend %+v", tr)
+	}
+}

@@ -1,0 +1,180 @@
+package steady
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/launch"
+	"github.com/coldstart-go/coldstart/prober"
+)
+
+// Target is a running server steady did not start: it loads it where it
+// listens and meters it only when told its process.
+type Target struct {
+	// Name labels its rows (the arm column; "" = "target").
+	Name string
+	// Addr is where it serves gRPC (and HTTP/1.1 or h2c, unless HTTPAddr
+	// is set): host:port, or a Unix socket.
+	Addr prober.Target
+	// HTTPAddr is where HTTP load goes, if not Addr.
+	HTTPAddr prober.Target
+	// PID is the server process, for its CPU and memory from /proc. 0 =
+	// unknown: the rows' server figures are null, never 0.
+	PID int
+	// DebugAddr serves the server's runtime metrics (rtmetrics.Path), for
+	// allocation per call, heap and GC cycles ("" = none).
+	DebugAddr string
+	// AllowRemote permits an address that is not loopback.
+	AllowRemote bool
+}
+
+// ErrRefused is returned when nothing answers at a target's address.
+var ErrRefused = errors.New("target refused the connection")
+
+// ParseTarget reads a target address: host:port, or unix:///path (also
+// unix:/path) for a Unix socket.
+func ParseTarget(s string) (prober.Target, error) {
+	if p, ok := strings.CutPrefix(s, "unix://"); ok {
+		if !strings.HasPrefix(p, "/") {
+			return prober.Target{}, fmt.Errorf("%q: want unix:///absolute/path", s)
+		}
+		return prober.Target{Network: "unix", Address: p}, nil
+	}
+	if p, ok := strings.CutPrefix(s, "unix:"); ok && strings.HasPrefix(p, "/") {
+		return prober.Target{Network: "unix", Address: p}, nil
+	}
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "dns:///")
+	h, p, err := net.SplitHostPort(s)
+	if err != nil || p == "" {
+		return prober.Target{}, fmt.Errorf("%q: want host:port or unix:///path", s)
+	}
+	_ = h
+	return prober.Target{Network: "tcp", Address: s}, nil
+}
+
+// checkLoopback refuses an address outside this machine unless allowed.
+func (t Target) checkLoopback() error {
+	for _, a := range []prober.Target{t.Addr, t.HTTPAddr} {
+		if a.Address == "" || a.Network == "unix" || t.AllowRemote {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.Address)
+		if err != nil {
+			return fmt.Errorf("--target: %q: %w", a.Address, err)
+		}
+		if host == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--target: %s is not a loopback address; steady loads only this machine's servers unless you pass --allow-remote", a.Address)
+		}
+	}
+	return nil
+}
+
+// attached is a running server as a launcher's Instance: it was not
+// started here and is never stopped here. With a PID, Done closes when
+// the process is gone.
+type attached struct {
+	pid  int
+	t0   time.Time
+	done chan struct{}
+	stop chan struct{}
+}
+
+var _ launch.Instance = (*attached)(nil)
+
+func attach(pid int) *attached {
+	a := &attached{pid: pid, t0: time.Now(), done: make(chan struct{}), stop: make(chan struct{})}
+	if pid > 0 {
+		go func() {
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-a.stop:
+					return
+				case <-tick.C:
+					if _, err := procfs.Host.CPU(pid); err != nil {
+						close(a.done)
+						return
+					}
+				}
+			}
+		}()
+	}
+	return a
+}
+
+func (a *attached) PID() int                     { return a.pid }
+func (a *attached) T0() time.Time                { return a.t0 }
+func (a *attached) Phases() []prober.Phase       { return nil }
+func (a *attached) Done() <-chan struct{}        { return a.done }
+func (a *attached) Usage() (budget.Usage, error) { return budget.Usage{}, nil }
+func (a *attached) Err() error {
+	select {
+	case <-a.done:
+		return fmt.Errorf("%w: process %d is gone", launch.ErrExited, a.pid)
+	default:
+		return nil
+	}
+}
+
+// Stop leaves the server running: it is not ours.
+func (a *attached) Stop(context.Context) error {
+	select {
+	case <-a.stop:
+	default:
+		close(a.stop)
+	}
+	return nil
+}
+
+// attachTarget checks the target (loopback, reachable, PID its listener)
+// and returns it as a server to load.
+func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
+	if err := t.checkLoopback(); err != nil {
+		return nil, err
+	}
+	if t.HTTPAddr.Address == "" {
+		t.HTTPAddr = t.Addr
+	}
+	name := t.Name
+	if name == "" {
+		name = "target"
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	for _, a := range []prober.Target{t.Addr, t.HTTPAddr} {
+		c, err := d.DialContext(ctx, a.Network, a.Address)
+		if err != nil {
+			return nil, fmt.Errorf("--target: %w: %s: %v (is the server running there?)", ErrRefused, a, err)
+		}
+		c.Close()
+	}
+	if t.PID > 0 {
+		if err := (listeners{Root: procfs.Host.Root}).checkListener(t.PID, t.Addr); err != nil {
+			return nil, fmt.Errorf("--server-pid: %w; give the PID of the process listening at %s, or leave --server-pid out (server figures are then unknown)", err, t.Addr)
+		}
+	}
+	inst := attach(t.PID)
+	s := &server{arm: name, budget: "unknown", inst: inst, addrs: addrs{grpc: t.Addr, http: t.HTTPAddr}, metered: t.PID > 0,
+		cleanup: []func(){func() { inst.Stop(context.Background()) }}}
+	if t.DebugAddr != "" {
+		s.addrs.debug = prober.Target{Network: "tcp", Address: t.DebugAddr}
+	}
+	fmt.Fprintf(cfg.Log, "steady: loading %s at %s (pid %s)\n", name, t.Addr, pidText(t.PID))
+	return s, nil
+}
+
+func pidText(pid int) string {
+	if pid <= 0 {
+		return "unknown: server figures null"
+	}
+	return fmt.Sprint(pid)
+}
