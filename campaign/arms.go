@@ -110,13 +110,9 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 			arm.Launcher, arm.Path = l, path
 		}
 		arm.Args = func(t prober.Target) ([]string, error) {
-			v := prober.VarsFor(t)
-			if tmpl.Uses("debug_addr") {
-				d, err := prober.FreeTCP()
-				if err != nil {
-					return nil, err
-				}
-				v.DebugAddr = d.Address
+			v, err := tmpl.VarsFor(t)
+			if err != nil {
+				return nil, err
 			}
 			return tmpl.Expand(v)
 		}

@@ -20,10 +20,14 @@ type Vars struct {
 	// DebugAddr is a free loopback host:port for the server's debug
 	// listener ({debug_addr}).
 	DebugAddr string
+	// HTTPAddr is a free loopback host:port for the server's HTTP/1.1
+	// listener ({http_addr}), where steady sends HTTP load.
+	HTTPAddr string
 }
 
 // Placeholders are the names a template may use, in braces.
-var Placeholders = []string{"addr", "host", "port", "socket", "debug_addr"}
+// coldstart run, density, pull and steady run all take the same set.
+var Placeholders = []string{"addr", "host", "port", "socket", "http_addr", "debug_addr"}
 
 func (v Vars) value(name string) string {
 	switch name {
@@ -37,6 +41,8 @@ func (v Vars) value(name string) string {
 		return v.Socket
 	case "debug_addr":
 		return v.DebugAddr
+	case "http_addr":
+		return v.HTTPAddr
 	}
 	return ""
 }
@@ -55,8 +61,9 @@ func VarsFor(t Target) Vars {
 var placeholder = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // Template is a server's argument list (what follows `--`) with
-// placeholders the prober fills per instance: {addr}, {host}, {port},
-// {socket}, {debug_addr}. The same placeholders work in --env values.
+// placeholders filled per instance: {addr}, {host}, {port}, {socket},
+// {http_addr}, {debug_addr}. The same placeholders work in --env values.
+// It is the one expander: coldstart's commands and steady use it.
 type Template struct {
 	args []string
 	used map[string]bool
@@ -105,6 +112,33 @@ func SocketPath(dir string) string { return filepath.Join(dir, "server.sock") }
 
 // maxSocketPath is sun_path's size on Linux (108) less its terminating NUL.
 const maxSocketPath = 107
+
+// VarsFor fills Vars for an instance listening at t, picking a free
+// loopback port for {debug_addr} and {http_addr} when the template uses
+// them.
+func (t Template) VarsFor(target Target) (Vars, error) {
+	v := VarsFor(target)
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"debug_addr", &v.DebugAddr}, {"http_addr", &v.HTTPAddr}} {
+		if !t.used[p.name] {
+			continue
+		}
+		for i := 0; ; i++ {
+			free, err := FreeTCP()
+			if err != nil {
+				return v, err
+			}
+			// FreeTCP closes the port it found: two calls may agree.
+			if (free.Address != v.Addr && free.Address != v.DebugAddr) || i == 10 {
+				*p.dst = free.Address
+				break
+			}
+		}
+	}
+	return v, nil
+}
 
 // Expand fills the placeholders. A placeholder whose value is empty (a
 // {debug_addr} nobody chose, an {addr} for a socket target) is an error.

@@ -12,6 +12,7 @@ import (
 func TestExpandArgs(t *testing.T) {
 	tcp := prober.VarsFor(prober.Target{Network: "tcp", Address: "127.0.0.1:8080"})
 	tcp.DebugAddr = "127.0.0.1:9090"
+	tcp.HTTPAddr = "127.0.0.1:9191"
 	sock := prober.VarsFor(prober.Target{Network: "unix", Address: "/tmp/cs1/server.sock"})
 	for _, tt := range []struct {
 		name    string
@@ -23,12 +24,14 @@ func TestExpandArgs(t *testing.T) {
 		{"addr", []string{"--listen={addr}", "-v"}, tcp, []string{"--listen=127.0.0.1:8080", "-v"}, nil},
 		{"host and port", []string{"-host", "{host}", "-port", "{port}", "--debug={debug_addr}"}, tcp,
 			[]string{"-host", "127.0.0.1", "-port", "8080", "--debug=127.0.0.1:9090"}, nil},
+		{"http_addr beside host", []string{"--grpc={host}:{port}", "--http-addr={http_addr}"}, tcp,
+			[]string{"--grpc=127.0.0.1:8080", "--http-addr=127.0.0.1:9191"}, nil},
 		{"socket", []string{"--socket", "{socket}"}, sock, []string{"--socket", "/tmp/cs1/server.sock"}, nil},
 		{"no placeholders", []string{"serve"}, tcp, []string{"serve"}, nil},
 		{"JSON braces left alone", []string{`--config={"port":{port}}`, "{}", "{ addr }"}, tcp,
 			[]string{`--config={"port":8080}`, "{}", "{ addr }"}, nil},
 		{"unknown placeholder", []string{"--listen={address}"}, tcp, nil,
-			[]string{"unknown placeholder {address}", "--listen={address}", "{addr}, {host}, {port}, {socket}, {debug_addr}"}},
+			[]string{"unknown placeholder {address}", "--listen={address}", "{addr}, {host}, {port}, {socket}, {http_addr}, {debug_addr}"}},
 		{"no socket for a tcp target", []string{"--socket={socket}"}, tcp, nil, []string{"no value for {socket}", "tcp 127.0.0.1:8080"}},
 		{"no debug address chosen", []string{"--debug={debug_addr}"}, prober.Vars{Addr: "x"}, nil, []string{"no value for {debug_addr}"}},
 		{"socket and port", []string{"--socket={socket}", "--port={port}"}, tcp, nil, []string{"{socket} and {addr}/{host}/{port}"}},
@@ -225,4 +228,68 @@ func TestChooseTarget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTemplateVarsFor: a template's own Vars get free, distinct loopback
+// ports for {debug_addr} and {http_addr} only when it uses them.
+func TestTemplateVarsFor(t *testing.T) {
+	target := prober.Target{Network: "tcp", Address: "127.0.0.1:8080"}
+	tmpl, err := prober.ParseTemplate([]string{"--addr={addr}", "--http-addr={http_addr}", "--debug-addr={debug_addr}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := tmpl.VarsFor(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.HTTPAddr == "" || v.DebugAddr == "" || v.HTTPAddr == v.DebugAddr || v.HTTPAddr == v.Addr {
+		t.Errorf("VarsFor = %+v, want distinct free http and debug addresses", v)
+	}
+	for _, a := range []string{v.HTTPAddr, v.DebugAddr} {
+		if !strings.HasPrefix(a, "127.0.0.1:") {
+			t.Errorf("address %q is not on loopback", a)
+		}
+	}
+	plain, _ := prober.ParseTemplate([]string{"--addr={addr}"})
+	if v, _ := plain.VarsFor(target); v.HTTPAddr != "" || v.DebugAddr != "" {
+		t.Errorf("VarsFor without {http_addr}/{debug_addr} = %+v, want no ports picked", v)
+	}
+}
+
+// FuzzTemplate: parsing and expanding any argument never panics; a
+// template that parses expands to arguments without a known placeholder
+// left in them, and unknown-placeholder errors name the placeholder.
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{"--listen={addr}", "{host}:{port}", "{socket}", `{"a":{port}}`, "{", "}{", "{{addr}}", "{http_addr}{debug_addr}", "{x}", "{addr}{socket}", "{ addr }", "\x00{port}"} {
+		f.Add(s, "-v")
+	}
+	v := prober.VarsFor(prober.Target{Network: "tcp", Address: "127.0.0.1:8080"})
+	v.DebugAddr, v.HTTPAddr = "127.0.0.1:9090", "127.0.0.1:9191"
+	f.Fuzz(func(t *testing.T, a, b string) {
+		tmpl, err := prober.ParseTemplate([]string{a, b})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "server arguments:") {
+				t.Errorf("ParseTemplate(%q, %q) error %q does not start with \"server arguments:\"", a, b, err)
+			}
+			return
+		}
+		out, err := tmpl.Expand(v)
+		if err != nil {
+			return // {socket} for a tcp target: named in the error
+		}
+		if len(out) != 2 {
+			t.Fatalf("Expand gave %d arguments, want 2", len(out))
+		}
+		for i, in := range []string{a, b} {
+			for _, p := range prober.Placeholders {
+				if strings.Contains(in, "{"+p+"}") && strings.Contains(out[i], "{"+p+"}") && !strings.Contains(v.HTTPAddr+v.DebugAddr+v.Addr, "{") {
+					// A value may not reintroduce a placeholder; braces in
+					// the input around it (e.g. "{{addr}}") stay.
+					if strings.Count(out[i], "{"+p+"}") >= strings.Count(in, "{"+p+"}") {
+						t.Errorf("Expand(%q) = %q: {%s} not filled", in, out[i], p)
+					}
+				}
+			}
+		}
+	})
 }

@@ -11,10 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"runtime"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
@@ -441,37 +438,18 @@ func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 	return nil
 }
 
-// Placeholders are the names server arguments may use, in braces.
-var Placeholders = []string{"addr", "port", "socket", "http_addr", "debug_addr"}
-
-var placeholder = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
 // checkPlaceholders refuses a placeholder steady does not fill, naming it
-// and the known ones, and {socket} beside {addr}/{port}.
+// and the known ones (prober.Placeholders), and {socket} beside
+// {addr}/{host}/{port}.
 func checkPlaceholders(args []string) error {
-	used := map[string]bool{}
-	for _, a := range args {
-		for _, m := range placeholder.FindAllStringSubmatch(a, -1) {
-			if !slices.Contains(Placeholders, m[1]) {
-				return fmt.Errorf("server arguments: unknown placeholder {%s} in %q (known: {%s})", m[1], a, strings.Join(Placeholders, "}, {"))
-			}
-			used[m[1]] = true
-		}
-	}
-	if used["socket"] && (used["addr"] || used["port"]) {
-		return errors.New("server arguments: {socket} and {addr}/{port} in one template: the server listens on one of them")
-	}
-	return nil
+	_, err := prober.ParseTemplate(args)
+	return err
 }
 
 // usesSocket reports whether the server listens on the Unix socket {socket}.
 func usesSocket(args []string) bool {
-	for _, a := range args {
-		if strings.Contains(a, "{socket}") {
-			return true
-		}
-	}
-	return false
+	t, err := prober.ParseTemplate(args)
+	return err == nil && t.UsesSocket()
 }
 
 // addrs are the addresses one server instance was given.
@@ -479,21 +457,17 @@ type addrs struct {
 	grpc, http, debug prober.Target
 }
 
-func expandArgs(args []string, ad addrs) (out []string, httpNamed bool) {
-	r := strings.NewReplacer(
-		"{addr}", ad.grpc.Address,
-		"{port}", ad.grpc.Port(),
-		"{http_addr}", ad.http.Address,
-		"{debug_addr}", ad.debug.Address,
-		"{socket}", ad.grpc.Address,
-	)
-	for _, a := range args {
-		if strings.Contains(a, "{http_addr}") {
-			httpNamed = true
-		}
-		out = append(out, r.Replace(a))
+// expandArgs fills the server's arguments with prober's one expander;
+// httpNamed says the server was given {http_addr}.
+func expandArgs(args []string, ad addrs) (out []string, httpNamed bool, err error) {
+	t, err := prober.ParseTemplate(args)
+	if err != nil {
+		return nil, false, err
 	}
-	return out, httpNamed
+	v := prober.VarsFor(ad.grpc)
+	v.HTTPAddr, v.DebugAddr = ad.http.Address, ad.debug.Address
+	out, err = t.Expand(v)
+	return out, t.Uses("http_addr"), err
 }
 
 // startArm starts one arm's server under b and waits until it is ready.
@@ -520,7 +494,10 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		cleanup = append(cleanup, func() { os.RemoveAll(dir) })
 		ad.grpc = prober.Target{Network: "unix", Address: prober.SocketPath(dir)}
 	}
-	args, httpNamed := expandArgs(a.Args, ad)
+	args, httpNamed, err := expandArgs(a.Args, ad)
+	if err != nil {
+		return nil, fmt.Errorf("arm %s: %w", a.Name, err)
+	}
 	if !httpNamed {
 		ad.http = ad.grpc
 	}

@@ -43,7 +43,11 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 		Long: `run builds each arm of PKG (default: the bundled sample server), then starts each arm as a
 fresh process --runs times, arms interleaved after one uncounted warm-up round, and times
 spawn to first ready RPC over a fresh gRPC channel per attempt. It prints one row per
-arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jsonl as it goes.`,
+arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jsonl as it goes.
+
+Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {socket}
+(a Unix socket instead of a port, with --transport unix), {http_addr} and {debug_addr}
+(free loopback ports of their own), the same placeholders steady run fills.`,
 		Example: `  coldstart run
   coldstart run -n 50 --arms default,static,upx
   coldstart run --budget 'cpus=0;cores=0.5' --arms default,upx

@@ -99,7 +99,7 @@ meanwhile); each row is the medians over the rounds with their --confidence inte
 ("step"). An interrupted run keeps the rounds it finished. The server's CPU per call comes from /proc (all threads); allocation per call
 and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_ADDR.
 
-Server arguments after -- may name {addr}, {port}, {socket} (a Unix socket instead of
+Server arguments after -- may name {addr}, {host}, {port}, {socket} (a Unix socket instead of
 a port), {http_addr} and {debug_addr}; HTTP load goes to {http_addr} when they name it,
 else to the server's own address ($PORT or the socket).
 
