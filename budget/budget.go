@@ -15,8 +15,10 @@
 //	           millicores 500m (at least 0.01: the kernel's 1 ms minimum
 //	           per 100 ms period)
 //	mem=SIZE   cgroup memory limit (and the same memory+swap limit, so it
-//	           cannot swap): bytes, or a number with Ki, Mi, Gi or Ti
-//	           (powers of 1024), e.g. 256Mi or 1.5Gi
+//	           cannot swap): bytes, or a number with a unit in the one
+//	           size grammar (internal/size): Ki/KiB, Mi/MiB, Gi/GiB, Ti/TiB
+//	           (powers of 1024) or kB, MB, GB (powers of 1000), e.g.
+//	           256Mi or 1.5Gi
 //
 // A CPU set alone needs no cgroup: the server's CPU affinity is set from its
 // first instruction. cores= and mem= need a writable cgroup hierarchy (root).
@@ -31,6 +33,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coldstart-go/coldstart/internal/size"
 )
 
 // Budget is one CPU and memory budget. The zero value is "max": no limit.
@@ -426,57 +430,13 @@ func parseCores(s string) (float64, error) {
 	return c, nil
 }
 
-var sizeUnits = []struct {
-	suffix string
-	shift  uint
-}{{"Ti", 40}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}}
+// ParseSize reads a size in bytes in the one size grammar (see
+// internal/size): 256Mi, 1.5Gi, 64KiB, 3MB, or plain bytes.
+func ParseSize(s string) (int64, error) { return size.Parse(s) }
 
-// ParseSize reads a size in bytes: a plain number of bytes, or a number
-// (decimals allowed) with Ki, Mi, Gi or Ti, e.g. 256Mi, 1.5Gi. The result
-// must be a whole number of bytes.
-func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	num, shift := s, uint(0)
-	for _, u := range sizeUnits {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			num, shift = n, u.shift
-			break
-		}
-	}
-	bad := fmt.Errorf("malformed size %q (want bytes, or a number with Ki, Mi, Gi or Ti, e.g. 256Mi)", s)
-	if num == "" {
-		return 0, bad
-	}
-	if n, err := strconv.ParseInt(num, 10, 64); err == nil {
-		if n < 0 {
-			return 0, bad
-		}
-		if n > math.MaxInt64>>shift {
-			return 0, fmt.Errorf("size %q out of range", s)
-		}
-		return n << shift, nil
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || shift == 0 || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, bad
-	}
-	v := f * float64(uint64(1)<<shift)
-	if v >= math.MaxInt64 || v != math.Trunc(v) {
-		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
-	}
-	return int64(v), nil
-}
-
-// FormatSize renders n bytes with the largest of Ki, Mi, Gi, Ti that
-// divides it exactly (256Mi), else as plain bytes; ParseSize reads it back.
-func FormatSize(n int64) string {
-	for _, u := range sizeUnits {
-		if n != 0 && n%(1<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
+// FormatSize renders n bytes as 256Mi where a binary unit divides it (see
+// internal/size); ParseSize reads it back.
+func FormatSize(n int64) string { return size.Format(n) }
 
 // List is a budget list as a pflag.Value for --budget: each use of the
 // flag adds its items ("--budget 'cpus=0;max' --budget cores=0.5"); the

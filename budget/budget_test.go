@@ -101,7 +101,7 @@ func TestParseErrors(t *testing.T) {
 		{"quota malformed", "cores=half", "malformed CPU quota"},
 		{"quota beyond machine", "cores=" + itoa(len(cpus)+1), "exceeds the"},
 		{"quota beyond CPU set", "cpus=0,cores=2", "exceeds the 1 CPUs in its CPU set"},
-		{"size malformed", "mem=256MB", `malformed size "256MB"`},
+		{"size malformed", "mem=256mb", `malformed size "256mb"`},
 		{"size empty", "mem=", "malformed size"},
 		{"size zero", "mem=0", "must be > 0"},
 		{"size negative", "mem=-1Mi", "malformed size"},
@@ -228,4 +228,38 @@ func TestGOMAXPROCS(t *testing.T) {
 			t.Errorf("%s.GOMAXPROCS() = %d, want %d", tt.b, got, tt.want)
 		}
 	}
+}
+
+// FuzzParse: Parse never panics; a list it accepts renders (String) to a
+// list it reads back to the same budgets, and its errors are usage errors
+// naming --budget's grammar.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"max", "cpus=0", "cpus=0-1", "cores=0.5", "mem=256Mi", "cpus=0;cores=1,mem=512Mi;max", "cores=500m", "mem=1.5Gi", "cpus=0,2", "cpus=1-0", "cores=NaN", "mem=-1", ";;", "cpus=", "x=1", "cores=1e400", "mem=1KiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		bs, err := Parse(list)
+		if err != nil {
+			if !errors.Is(err, ErrUsage) {
+				t.Errorf("Parse(%q) error %v is not ErrUsage", list, err)
+			}
+			return
+		}
+		var items []string
+		for _, b := range bs {
+			if b.Cores < 0 || b.MemBytes < 0 {
+				t.Fatalf("Parse(%q) = %+v: negative figures", list, b)
+			}
+			items = append(items, b.String())
+		}
+		back, err := Parse(strings.Join(items, ";"))
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v, but its rendering %q does not parse: %v", list, bs, items, err)
+		}
+		for i := range bs {
+			if back[i].String() != bs[i].String() {
+				t.Errorf("Parse(%q)[%d] = %s, read back as %s", list, i, bs[i], back[i])
+			}
+		}
+	})
 }

@@ -4,45 +4,25 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/coldstart-go/coldstart/internal/size"
 )
 
-// sizeUnits are the payload size units ParseSize accepts.
-var sizeUnits = []struct {
-	suffix string
-	factor int
-}{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000}, {"B", 1},
-}
+// maxPayload bounds a payload size: a gRPC message over 2 GiB is refused
+// by the library anyway.
+const maxPayload = 1 << 31
 
-// ParseSize reads a payload size: a number of bytes with an optional unit
-// B, KiB, MiB (powers of 1024) or kB, MB (powers of 1000): "8", "8B",
-// "1KiB", "64KiB".
+// ParseSize reads a payload size in the one size grammar (see
+// internal/size): "8", "8B", "1KiB", "64KiB", "2kB".
 func ParseSize(s string) (int, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("%q is not a size (want a number of bytes, e.g. 8, 1KiB, 64KiB)", s)
-	}
-	n, err := strconv.Atoi(t[:i])
+	n, err := size.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a size: %w", s, err)
+		return 0, err
 	}
-	unit := strings.TrimSpace(t[i:])
-	if unit == "" {
-		return n, nil
+	if n > maxPayload {
+		return 0, fmt.Errorf("payload %q is too large (at most 2Gi)", s)
 	}
-	for _, u := range sizeUnits {
-		if unit == u.suffix {
-			if n > (1<<31)/u.factor {
-				return 0, fmt.Errorf("%q is too large", s)
-			}
-			return n * u.factor, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown unit %q in %q (known: B, KiB, MiB, kB, MB)", unit, s)
+	return int(n), nil
 }
 
 // ParseSizes reads a comma-separated list of sizes.

@@ -451,9 +451,10 @@ func TestParseSize(t *testing.T) {
 		{"2kB", 2000, ""},
 		{" 16 B ", 16, ""},
 		{"1kb", 0, `unknown unit "kb"`},
-		{"1GiB", 0, `unknown unit "GiB"`},
-		{"KiB", 0, "not a size"},
-		{"-1", 0, "not a size"},
+		{"1GiB", 1 << 30, ""},
+		{"4GiB", 0, "too large"},
+		{"KiB", 0, "malformed size"},
+		{"-1", 0, "malformed size"},
 	} {
 		got, err := ParseSize(tt.in)
 		if tt.err != "" {

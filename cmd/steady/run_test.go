@@ -127,7 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--concurrency", "1,x"}, `--concurrency: "x" is not a whole number`},
 		{[]string{"--conns", "0"}, "--conns"},
 		{[]string{"--pipeline", "0"}, "--pipeline"},
-		{[]string{"--payload", "1kb"}, `--payload: unknown unit "kb" in "1kb"`},
+		{[]string{"--payload", "1kb"}, `--payload: malformed size "1kb": unknown unit "kb"`},
 		{[]string{"--rate", "100"}, "--rate: needs --duration"},
 		{[]string{"--ramp", "--duration", "1s"}, "--ramp: needs --rate"},
 		{[]string{"--protocol", "quic"}, `--protocol: unknown protocol "quic"`},
