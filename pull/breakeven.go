@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
 // Summary is the medians of one variant's rows at one bandwidth and deploy.
@@ -111,8 +113,17 @@ type BreakEven struct {
 	// Starts, the other with more (false: the other way round).
 	SmallWinsBelow bool `json:"small_wins_below"`
 	// Always is "small" or "other" when that image wins at any number of
-	// starts per pull ("" when there is a break-even).
+	// starts per pull ("" when there is a break-even, or no difference).
 	Always string `json:"always_wins,omitempty"`
+	// FirstP and WarmP are the Mann–Whitney p-values of the two images'
+	// first-start costs (node → first RPC, per pull) and of their arms'
+	// warm starts; a difference that is not significant at
+	// stats.DefaultConfidence counts as none.
+	FirstP float64 `json:"first_p"`
+	WarmP  float64 `json:"warm_p"`
+	// NoDifference: neither difference is significant; nothing is
+	// concluded.
+	NoDifference bool `json:"no_difference,omitempty"`
 }
 
 // Starts are one arm's start figures pooled over every deploy-1 row (all
@@ -164,6 +175,15 @@ func ArmStarts(rows []Row) map[string]Starts {
 func BreakEvens(rows []Row) []BreakEven {
 	sums := Summarize(rows)
 	starts := ArmStarts(rows)
+	first := map[string][]float64{} // variant@bandwidth: node → first RPC per pull
+	warm := map[string][]float64{}  // arm: warm starts
+	for _, r := range rows {
+		if r.Deploy == 1 && r.ColdStartMs > 0 {
+			k := r.Variant.String() + "@" + r.Bandwidth
+			first[k] = append(first[k], r.NodeToFirstRPCMs)
+			warm[r.Arm] = append(warm[r.Arm], r.WarmStartMs)
+		}
+	}
 	var out []BreakEven
 	for i, a := range sums {
 		for _, b := range sums[i+1:] {
@@ -177,7 +197,13 @@ func BreakEvens(rows []Row) []BreakEven {
 			if !armPair && !compPair || !oka || !okb {
 				continue
 			}
-			out = append(out, breakEven(a, b, sa, sb))
+			e := breakEven(a, b, sa, sb)
+			fp := stats.Compare(first[a.Variant.String()+"@"+a.Bandwidth], first[b.Variant.String()+"@"+b.Bandwidth], stats.DefaultConfidence).P
+			wp := 1.0
+			if a.Arm != b.Arm {
+				wp = stats.Compare(warm[a.Arm], warm[b.Arm], stats.DefaultConfidence).P
+			}
+			out = append(out, e.resolve(fp, wp))
 		}
 	}
 	return out
@@ -206,6 +232,38 @@ func breakEven(a, b Summary, sa, sb Starts) BreakEven {
 		e.Starts, e.SmallWinsBelow = 1+gain/penalty, true
 	default: // gain <= 0, penalty < 0
 		e.Starts = 1 + gain/penalty
+	}
+	return e
+}
+
+// resolve drops the differences that are not significant: with the first
+// start's not, the image costs count as equal; with the warm starts' not,
+// the later starts do; with neither, nothing is concluded.
+func (e BreakEven) resolve(firstP, warmP float64) BreakEven {
+	e.FirstP, e.WarmP = firstP, warmP
+	alpha := 1 - stats.DefaultConfidence
+	gainSig, penaltySig := firstP < alpha, warmP < alpha
+	if gainSig && penaltySig {
+		return e
+	}
+	e.Starts, e.Always, e.SmallWinsBelow = 0, "", false
+	gain := e.OtherFirstMs - e.SmallFirstMs
+	penalty := e.SmallWarmMs - e.OtherWarmMs
+	switch {
+	case !gainSig && !penaltySig:
+		e.NoDifference = true
+	case !gainSig: // only the later starts differ
+		if penalty > 0 {
+			e.Always = "other"
+		} else {
+			e.Always, e.SmallWinsBelow = "small", true
+		}
+	default: // only the first start differs
+		if gain > 0 {
+			e.Always, e.SmallWinsBelow = "small", true
+		} else {
+			e.Always = "other"
+		}
 	}
 	return e
 }

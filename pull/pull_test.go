@@ -348,6 +348,18 @@ func TestBreakEven(t *testing.T) {
 	if e := breakEven(static, slow, ss, su); e.Always != "other" || e.Small.Arm != "upx" {
 		t.Errorf("breakEven(slower and larger first start) = %+v, want other always", e)
 	}
+	if r := e.resolve(0.01, 0.01); r.Starts != e.Starts || r.Always != "" || r.NoDifference {
+		t.Errorf("resolve(significant) = %+v, want it unchanged", r)
+	}
+	if r := e.resolve(0.2, 0.01); r.Always != "other" || r.Starts != 0 {
+		t.Errorf("resolve(first start not significant) = %+v, want the faster later starts (static) always", r)
+	}
+	if r := e.resolve(0.01, 0.3); r.Always != "small" || !r.SmallWinsBelow {
+		t.Errorf("resolve(later starts not significant) = %+v, want the cheaper first start (upx) always", r)
+	}
+	if r := e.resolve(0.5, 0.5); !r.NoDifference || r.Always != "" || r.Starts != 0 {
+		t.Errorf("resolve(nothing significant) = %+v, want no difference", r)
+	}
 	fast := su
 	fast.WarmMs = 5
 	if e := breakEven(static, upx, ss, fast); e.Always != "small" {

@@ -157,6 +157,9 @@ func breakEvenText(e pull.BreakEven) string {
 	if small == other {
 		small, other = string(e.Small.Compression), string(e.Other.Compression)
 	}
+	if e.NoDifference {
+		return fmt.Sprintf("no difference detected (p = %.2f first start, %.2f later starts)", e.FirstP, e.WarmP)
+	}
 	switch e.Always {
 	case "small":
 		return small + " at any number of starts"
@@ -222,7 +225,13 @@ func (r *Report) pullRecs() []Recommendation {
 				}
 			}
 			if lead == "" {
-				lead = fmt.Sprintf("%s does not pay at any link measured: its smaller image never makes up for its slower starts. ", k.small.Arm)
+				lead = fmt.Sprintf("No difference detected between %s and %s at any link measured. ", k.small.Arm, k.other.Arm)
+				for _, e := range es {
+					if !e.NoDifference {
+						lead = fmt.Sprintf("%s does not pay at any link measured: its smaller image never makes up for its slower starts. ", k.small.Arm)
+						break
+					}
+				}
 			}
 			out = append(out, ct.rec("%sImage pull, %s layers, on a node without the image: %s (%s) against %s (%s) — %s",
 				lead, k.small.Compression, k.small.Arm, mb(es[0].SmallBytes), k.other.Arm, mb(es[0].OtherBytes), strings.Join(parts, "; ")))

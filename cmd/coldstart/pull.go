@@ -44,7 +44,7 @@ type pullOptions struct {
 func newPullCmd(run func(context.Context, *pullOptions, io.Writer) error) *cobra.Command {
 	o := &pullOptions{
 		Arms: "static,upx", UPXLevel: "default", Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
-		Layers: "single,split", Runs: 3, Probe: "health", Timeout: 30 * time.Second,
+		Layers: "single,split", Runs: 5, Probe: "health", Timeout: 30 * time.Second,
 		Output: render.Table, ResultsDir: "results",
 	}
 	cmd := &cobra.Command{
@@ -84,7 +84,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 	f.StringVar(&o.Compression, "compression", o.Compression, "layer compressions, comma-separated: gzip, zstd")
 	f.StringVar(&o.Bandwidth, "bandwidth", o.Bandwidth, "node link speeds, comma-separated: a number and kbit, Mbit or Gbit (bits per second), or max (no cap)")
 	f.StringVar(&o.Layers, "layers", o.Layers, "image layerings, comma-separated: single (base files and binary in one layer) or split (base layer + binary layer)")
-	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "pulls per image and bandwidth")
+	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "pulls per image and bandwidth (at least 4 for a break-even to be significant)")
 	f.IntVar(&o.RegistryPort, "registry-port", 0, "port of the local registry on 127.0.0.1 (0 = any free port)")
 	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one start after this long")

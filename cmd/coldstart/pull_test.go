@@ -20,7 +20,7 @@ func TestPullFlags(t *testing.T) {
 	base := func(mod func(*pullOptions)) pullOptions {
 		o := pullOptions{
 			Arms: "static,upx", UPXLevel: "default", Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
-			Layers: "single,split", Runs: 3, Probe: "health", Timeout: 30 * time.Second, Output: render.Table, ResultsDir: "results",
+			Layers: "single,split", Runs: 5, Probe: "health", Timeout: 30 * time.Second, Output: render.Table, ResultsDir: "results",
 		}
 		if mod != nil {
 			mod(&o)
