@@ -186,6 +186,54 @@ func (r *Report) pullRecs() []Recommendation {
 		for _, s := range sums {
 			doubt[s.Variant.String()+"@"+s.Bandwidth] = pullDoubt(s)
 		}
+		// Compressions: per arm and layering, which compression reaches the
+		// first RPC sooner, where it is the same at every link measured.
+		type armLay struct {
+			arm string
+			lay pull.Layering
+		}
+		comp := map[armLay][]pull.BreakEven{}
+		var corder []armLay
+		for _, e := range pull.BreakEvens(c.Pull) {
+			if e.Small.Arm != e.Other.Arm || e.Small.Layering != pull.Single {
+				continue
+			}
+			k := armLay{e.Small.Arm, e.Small.Layering}
+			if _, ok := comp[k]; !ok {
+				corder = append(corder, k)
+			}
+			comp[k] = append(comp[k], e)
+		}
+		for _, k := range corder {
+			es := comp[k]
+			winner := ""
+			var ct cite
+			var links []string
+			for _, e := range es {
+				w := ""
+				switch e.Always {
+				case "small":
+					w = string(e.Small.Compression)
+				case "other":
+					w = string(e.Other.Compression)
+				}
+				if w == "" || (winner != "" && w != winner) {
+					winner = "-"
+					break
+				}
+				winner = w
+				links = append(links, fmt.Sprintf("%s: %s vs %s ms", e.Bandwidth, ms(e.SmallFirstMs), ms(e.OtherFirstMs)))
+				for _, v := range []pull.Variant{e.Small, e.Other} {
+					ct.add(r.pullRef(c)+" "+v.String()+"@"+e.Bandwidth, doubt[v.String()+"@"+e.Bandwidth])
+				}
+			}
+			if winner == "" || winner == "-" {
+				continue
+			}
+			out = append(out, ct.rec("For the %s binary, %s layers reach the first RPC sooner on a node without the image at every link measured (image + cold start, %s first: %s)",
+				k.arm, winner, string(es[0].Small.Compression), strings.Join(links, "; ")))
+		}
+
 		type pair struct{ small, other pull.Variant }
 		byPair := map[pair][]pull.BreakEven{}
 		var order []pair
