@@ -3,8 +3,10 @@
 # machine: the bundled sample server, every arm, budgets cpus=0, cpus=0-1 and
 # cores=0.5 (cores= needs root), cold start, density, steady state in
 # interleaved rounds, the prober cross-check and the verdict checks (A/A,
-# static vs upx, a known +2 ms); then PERFORMANCE.md and the README's sample
-# output, generated from exactly these files. About 30 minutes on 2 cores.
+# static vs upx, a known +2 ms), the image pull at 10/100/1000 Mbit/s (static
+# and upx, gzip and zstd, one and two layers); then PERFORMANCE.md and the
+# README's sample output, generated from exactly these files. About 40
+# minutes on 2 cores.
 #
 # Publication is mechanical:
 #   - a tree with uncommitted changes is refused: every file comes from one
@@ -28,6 +30,7 @@ ROUNDS=${ROUNDS:-5}
 CAMPAIGNS=${CAMPAIGNS:-20}
 BUDGETS=${BUDGETS:-cpus=0;cpus=0-1;cores=0.5}
 ARMS=${ARMS:-default,static,upx,pgo,image}
+PULL_RUNS=${PULL_RUNS:-5}
 
 clean() {
 	if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -70,6 +73,8 @@ step "$bin/steady" run --arms "$ARMS" --budget "$BUDGETS" --protocol grpc,http1 
 	--scenario sequential,throughput,stream --concurrency 1,32 --calls "$CALLS" --results-dir "$out"
 step "$bin/crosscheck" -n "$RUNS" -arms default,static,upx --results-dir "$out"
 step "$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs 10 -experiments aa,upx,sleep --results-dir "$out"
+step "$bin/coldstart" pull --arms static,upx --bandwidth 10Mbit,100Mbit,1Gbit --compression gzip,zstd \
+	--layers single,split -n "$PULL_RUNS" --results-dir "$out"
 
 files=$(cd "$out" && ls *.jsonl | sed 's|^|results/|')
 mv "$out"/*.jsonl results/
