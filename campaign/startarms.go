@@ -119,7 +119,8 @@ func AddStartArms(ctx context.Context, b *Built, start []string, c StartConfig) 
 			a.Launcher, a.Target = ck, ck.Target
 			if c.Record != nil {
 				rec := record.Checkpoint{Arm: s, Base: c.Base, CRIUVersion: c.Snapshot.Version(ctx), Bytes: ck.Bytes,
-					DumpMs: ck.DumpMs, Warmup: ck.Warmup, Env: ck.Env, Stats: ck.Stats, Target: ck.Target.String()}
+					DumpMs: ck.DumpMs, Warmup: ck.Warmup, Env: ck.Env, Stats: ck.Stats, Target: ck.Target.String(),
+					KdatCache: launch.KdatCacheKept()}
 				if err := c.Record("checkpoint", rec); err != nil {
 					return err
 				}

@@ -43,4 +43,7 @@ type Checkpoint struct {
 	// memory_pages_written, ...).
 	Stats  map[string]float64 `json:"stats,omitempty"`
 	Target string             `json:"target"`
+	// KdatCache says whether criu could keep its kernel-feature cache
+	// (/run is a tmpfs); without it every restore probes the kernel again.
+	KdatCache bool `json:"kdat_cache"`
 }

@@ -80,9 +80,13 @@ func (r *Report) startArmsSection(m *mdw) {
 			m.table([]string{"arm", "budget", "runs", "median ms", "range ms", base + " median (ratio)", "criu restore returned ms", "criu's restore time ms", "restore CPU ms", "PSS at first RPC"}, snap)
 		}
 		for _, ck := range c.Checkpoints {
-			m.p("Checkpoint of %s: %s on tmpfs, dumped in %.0f ms after %d warm-up calls (criu %s, %v; frozen %.0f ms, %.0f pages written).\n\n",
+			kdat := "criu could not keep its kernel-feature cache (/run is not a tmpfs): every restore probed the kernel again"
+			if ck.KdatCache {
+				kdat = "criu kept its kernel-feature cache on the /run tmpfs"
+			}
+			m.p("Checkpoint of %s: %s on tmpfs, dumped in %.0f ms after %d warm-up calls (criu %s, %v; frozen %.0f ms, %.0f pages written); %s.\n\n",
 				ck.Base, mibOrEmpty(ck.Bytes), ck.DumpMs, ck.Warmup, orUnknown(ck.CRIUVersion), ck.Env,
-				ck.Stats["frozen_time_ms"], ck.Stats["memory_pages_written"])
+				ck.Stats["frozen_time_ms"], ck.Stats["memory_pages_written"], kdat)
 		}
 		m.p("%s\n\n", provenanceLine(c))
 	}
