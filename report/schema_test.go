@@ -23,7 +23,7 @@ func TestSchemaMatchesProducers(t *testing.T) {
 		mine      any
 		unused    []string
 	}{
-		{"../steady/steady.go", "Row", SteadyRow{}, []string{"service_p50_us", "service_p99_us", "service_max_us", "gc_cycles", "heap_bytes"}},
+		{"../steady/steady.go", "Row", SteadyRow{}, []string{"service_p50_us", "service_p99_us", "service_max_us", "gc_cycles", "heap_bytes", "pods", "scale_event"}},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file)+"/"+tt.typ, func(t *testing.T) {

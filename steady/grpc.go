@@ -20,11 +20,12 @@ type grpcTransport struct {
 	payload []byte
 }
 
-func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool) (*grpcTransport, error) {
+func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool, opt ...grpc.DialOption) (*grpcTransport, error) {
 	g := &grpcTransport{stream: stream, payload: payload}
+	opts := append(append([]grpc.DialOption(nil), grpcOptions...), opt...)
 	for i := 0; i < conns; i++ {
 		// Each ClientConn is its own HTTP/2 connection.
-		cc, err := grpc.NewClient(t.GRPCTarget(), grpcOptions...)
+		cc, err := grpc.NewClient(t.GRPCTarget(), opts...)
 		if err != nil {
 			g.close()
 			return nil, fmt.Errorf("dial %s: %w", t, err)

@@ -35,10 +35,11 @@ const echoStreamMethod = "/coldstart.echo.v1.Echo/EchoStream"
 // leanTransport is conns leangrpc connections; worker i uses conn i%conns.
 // A connection that fails is dialled again by the next call on it.
 type leanTransport struct {
-	target prober.Target
-	conns  []*leanSlot
-	stream bool
-	msg    []byte // the marshalled EchoRequest
+	target    prober.Target
+	authority string
+	conns     []*leanSlot
+	stream    bool
+	msg       []byte // the marshalled EchoRequest
 }
 
 // leanSlot is one connection and what replaced it after a failure.
@@ -54,14 +55,17 @@ func authority(t prober.Target) string {
 	return t.Address
 }
 
-func newLean(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool) (*leanTransport, error) {
+func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream bool) (*leanTransport, error) {
+	if auth == "" {
+		auth = authority(t)
+	}
 	msg, err := proto.Marshal(&echopb.EchoRequest{Payload: payload})
 	if err != nil {
 		return nil, fmt.Errorf("marshal request: %w", err)
 	}
-	l := &leanTransport{target: t, stream: stream, msg: msg}
+	l := &leanTransport{target: t, authority: auth, stream: stream, msg: msg}
 	for i := 0; i < conns; i++ {
-		c, err := leangrpc.Dial(ctx, t.Network, t.Address, authority(t))
+		c, err := leangrpc.Dial(ctx, t.Network, t.Address, auth)
 		if err != nil {
 			l.close()
 			return nil, fmt.Errorf("dial %s: %w", t, err)
@@ -78,7 +82,7 @@ func (l *leanTransport) conn(ctx context.Context, s *leanSlot) (*leangrpc.Conn, 
 	if s.c.Err() == nil {
 		return s.c, nil
 	}
-	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, authority(l.target))
+	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, l.authority)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s again: %w", l.target, err)
 	}

@@ -400,6 +400,11 @@ type Row struct {
 	// HeapBytes is the server's live heap objects at the window's end
 	// (runtime metrics), when it serves them.
 	HeapBytes *uint64 `json:"heap_bytes,omitempty"`
+	// Pods is the number of instances serving a target that counts them
+	// (a Knative revision's running pods) at the window's end; ScaleEvent
+	// marks a window whose start and end counts differ.
+	Pods       *int `json:"pods,omitempty"`
+	ScaleEvent bool `json:"scale_event,omitempty"`
 }
 
 // Run measures every arm under every budget in interleaved rounds (see
@@ -562,6 +567,10 @@ type server struct {
 	cleanup []func()
 	// metered: inst.PID() is the server's process, read from /proc.
 	metered bool
+	// authority is the gRPC :authority ("" = the address).
+	authority string
+	// pods counts the server's instances (nil = one process, not counted).
+	pods func(context.Context) (int, error)
 }
 
 // step is one measured window's load shape.

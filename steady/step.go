@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"google.golang.org/grpc"
 
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/internal/rtmetrics"
@@ -67,7 +68,10 @@ func newTransport(ctx context.Context, cfg Config, s *server, st step, payload [
 	switch st.proto {
 	case GRPC:
 		if cfg.Client == ClientLean {
-			return newLean(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream)
+			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream)
+		}
+		if s.authority != "" {
+			return newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream, grpc.WithAuthority(s.authority))
 		}
 		return newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream)
 	case HTTP1:
@@ -118,6 +122,7 @@ func runStep(ctx context.Context, cfg Config, s *server, st step, record func(Ro
 // measure runs one measured window and records its row.
 func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers []caller, record func(Row) error) (Row, error) {
 	fmt.Fprintf(cfg.Log, "steady: %s %s: measure\n", s.arm, st)
+	podsBefore, podsErr := s.countPods(sctx)
 	before, err := s.read(sctx, false)
 	if err != nil {
 		return Row{}, s.fail(ctx, st, err)
@@ -150,6 +155,11 @@ func (s *server) measure(ctx, sctx context.Context, cfg Config, st step, callers
 	}
 	after.self = self
 	row := s.row(cfg, st, o, before, after)
+	if s.pods != nil && podsErr == nil {
+		if n, err := s.countPods(sctx); err == nil {
+			row.Pods, row.ScaleEvent = &n, n != podsBefore
+		}
+	}
 	if ctx.Err() != nil {
 		// Interrupted: the window is cut short, so its figures are not
 		// comparable; the rows before it are kept.
@@ -261,4 +271,12 @@ func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row 
 		}
 	}
 	return r
+}
+
+// countPods counts the target's instances (0, nil when not counted).
+func (s *server) countPods(ctx context.Context) (int, error) {
+	if s.pods == nil {
+		return 0, nil
+	}
+	return s.pods(ctx)
 }

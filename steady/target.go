@@ -32,6 +32,12 @@ type Target struct {
 	DebugAddr string
 	// AllowRemote permits an address that is not loopback.
 	AllowRemote bool
+	// Authority is the gRPC :authority to send ("" = Addr), for an
+	// ingress that routes on it (a Knative Service's host).
+	Authority string
+	// Pods counts the instances serving the target, read at each window's
+	// edges (nil = not counted): a Knative revision's running pods.
+	Pods func(context.Context) (int, error)
 }
 
 // ErrRefused is returned when nothing answers at a target's address.
@@ -164,7 +170,7 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 	}
 	inst := attach(t.PID)
 	s := &server{arm: name, budget: "unknown", inst: inst, addrs: addrs{grpc: t.Addr, http: t.HTTPAddr}, metered: t.PID > 0,
-		cleanup: []func(){func() { inst.Stop(context.Background()) }}}
+		cleanup: []func(){func() { inst.Stop(context.Background()) }}, authority: t.Authority, pods: t.Pods}
 	if t.DebugAddr != "" {
 		s.addrs.debug = prober.Target{Network: "tcp", Address: t.DebugAddr}
 	}

@@ -145,3 +145,26 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetPods: a target that counts its instances gets the count at
+// each window's end in Pods, and a window whose count changed is marked.
+func TestTargetPods(t *testing.T) {
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	addr, _ := prober.FreeTCP()
+	startByHand(t, addr, bin, nil, "--addr="+addr.Address)
+	var n int
+	tg := Target{Addr: addr, Pods: func(context.Context) (int, error) { n++; return n / 2, nil }}
+	var c collect
+	if err := Run(context.Background(), Config{Target: &tg, Scenarios: []Scenario{Sequential}, Warmup: -1, Calls: 100, Rounds: 2}, c.record); err != nil {
+		t.Fatal(err)
+	}
+	// Counts 0|1, then 1|2: the first window 0 → 1 pods, the second 1 → 2.
+	if len(c.windows) != 2 {
+		t.Fatalf("%d windows, want 2", len(c.windows))
+	}
+	for i, w := range c.windows {
+		if w.Pods == nil || *w.Pods != i+1 || !w.ScaleEvent {
+			t.Errorf("window %d: pods %v, scale event %v; want %d and marked", i+1, w.Pods, w.ScaleEvent, i+1)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/pgocollect"
+	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -62,6 +63,9 @@ type runOptions struct {
 	Client       string
 	Target       string
 	ServerPID    int
+	On           string
+	Namespace    string
+	Kubeconfig   string
 	DebugAddr    string
 	AllowRemote  bool
 	Soak         time.Duration
@@ -168,7 +172,10 @@ verdict: stable or drifting.`,
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "progress and every spawned command line on stderr")
 	f.StringVar(&o.Client, "client", o.Client, "gRPC client: grpc (grpc-go) or lean (HTTP/2 frames written directly, for a cheaper generator)")
-	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path")
+	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path; with --on knative, the ingress address (\"\" = each Service's cluster-local address)")
+	f.StringVar(&o.On, "on", "local", "where the servers run: local, or knative (the Services coldstart deploy made, one per --arms arm, loaded through --target with each Service's host as :authority)")
+	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.IntVar(&o.ServerPID, "server-pid", 0, "with --target: the server's PID (its listener), to meter its CPU and memory (0 = unknown: those columns are null)")
 	f.StringVar(&o.DebugAddr, "debug-addr", "", "with --target: where the server serves runtime metrics (/debug/runtime), for allocation per call and GC cycles")
 	f.BoolVar(&o.AllowRemote, "allow-remote", false, "with --target: allow an address that is not loopback")
@@ -288,7 +295,32 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		o.genCPUs = b.CPUs
 	}
 	c.Client = steady.Client(o.Client)
-	if o.Target != "" {
+	switch o.On {
+	case "local":
+		if o.Namespace != "" || o.Kubeconfig != "" {
+			return errors.New("--namespace, --kubeconfig: only with --on knative")
+		}
+	case "knative":
+		if len(o.Bins) > 0 || o.Pkg != "" || len(o.ServerArgs) > 0 {
+			return errors.New("--on knative: loads the Services coldstart deploy made (--arms names them); --bin, PKG and server arguments start local servers")
+		}
+		if o.ServerPID != 0 || o.DebugAddr != "" || cmd.Flags().Changed("budget") || o.PinServer != "" {
+			return errors.New("--on knative: --server-pid, --debug-addr, --budget and --pin-server are for local servers (the pods run on the cluster)")
+		}
+		for _, p := range c.Protocols {
+			if p != steady.GRPC {
+				return fmt.Errorf("--on knative: --protocol %s: only grpc goes through the ingress with the Service's authority here", p)
+			}
+		}
+		if o.Target != "" {
+			if _, err := steady.ParseTarget(o.Target); err != nil {
+				return fmt.Errorf("--target: %w", err)
+			}
+		}
+	default:
+		return fmt.Errorf("--on: %q, want local or knative", o.On)
+	}
+	if o.Target != "" && o.On == "local" {
 		if len(o.Bins) > 0 || o.Pkg != "" || len(o.ServerArgs) > 0 || cmd.Flags().Changed("arms") {
 			return errors.New("--target: loads a running server; --bin, --arms, PKG and server arguments start servers: give one or the other")
 		}
@@ -323,6 +355,10 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	c.WindowLimit = o.WindowLimit
 	// Arms are filled from PKG at run time; check the rest with a stand-in.
 	check := *c
+	if o.On == "knative" {
+		// Each arm's target is resolved from the cluster at run time.
+		check.Target = &steady.Target{Addr: prober.Target{Network: "tcp", Address: "127.0.0.1:80"}}
+	}
 	if len(check.Arms) == 0 && check.Target == nil {
 		check.Arms = []steady.Arm{{Name: "default", Path: "server"}}
 	}
@@ -334,6 +370,9 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	cfg := o.cfg
 	if o.Verbose {
 		cfg.Log, cfg.Verbose = os.Stderr, true
+	}
+	if o.On == "knative" {
+		return runOnKnative(ctx, o, cfg, w)
 	}
 	prov := provenance.Collect("steady", os.Args)
 	rf, err := resultfile.Create(o.ResultsDir, "steady", prov)

@@ -89,6 +89,16 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name: "knative",
+			args: []string{"--on", "knative", "--namespace", "bench", "--arms", "static", "--target", "203.0.113.7:80", "--client", "lean"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientLean, WindowLimit: 10 * time.Minute,
+			},
+		},
+		{
 			name: "soak",
 			args: []string{"--soak", "10m", "--soak-interval", "30s", "--rate", "500"},
 			want: steady.Config{
@@ -153,6 +163,11 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--soak", "10m", "--rate", "10", "--duration", "1s"}, "--soak"},
 		{[]string{"--soak-interval", "10s"}, "--soak-interval: only with --soak"},
 		{[]string{"--window-limit", "0s"}, "--window-limit"},
+		{[]string{"--on", "mars"}, `--on: "mars", want local or knative`},
+		{[]string{"--namespace", "x"}, "only with --on knative"},
+		{[]string{"--on", "knative", "--bin", "/bin/a"}, "--on knative"},
+		{[]string{"--on", "knative", "--server-pid", "3"}, "--on knative"},
+		{[]string{"--on", "knative", "--protocol", "http1"}, "--on knative: --protocol http1"},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
