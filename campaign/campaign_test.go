@@ -111,8 +111,10 @@ func TestColdStartSampleServer(t *testing.T) {
 				if last := s.Phases[len(s.Phases)-1]; last.Name != prober.PhaseFirstRPC || last.Ms != s.FirstRPCMs {
 					t.Errorf("sample %d: last phase %+v, want first_rpc at %v", i, last, s.FirstRPCMs)
 				}
-				if s.StartupCPUMs <= 0 || s.RSSBytes <= 0 || s.PSSBytes <= 0 || s.PSSBytes > s.RSSBytes {
-					t.Errorf("sample %d: startup cpu %v ms, rss %d, pss %d", i, s.StartupCPUMs, s.RSSBytes, s.PSSBytes)
+				if s.StartupCPUMs == nil || s.RSSBytes == nil || s.PSSBytes == nil {
+					t.Errorf("sample %d: a reading is missing: startup cpu %v, rss %v, pss %v", i, s.StartupCPUMs, s.RSSBytes, s.PSSBytes)
+				} else if *s.StartupCPUMs <= 0 || *s.RSSBytes <= 0 || *s.PSSBytes <= 0 || *s.PSSBytes > *s.RSSBytes {
+					t.Errorf("sample %d: startup cpu %v ms, rss %d, pss %d", i, *s.StartupCPUMs, *s.RSSBytes, *s.PSSBytes)
 				}
 			}
 			if len(sums) != 2 || sums[0].Runs != 3 || sums[0].MinMs > sums[0].MedianMs || sums[0].MedianMs > sums[0].MaxMs {

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	results "github.com/coldstart-go/coldstart/record"
 )
@@ -39,6 +41,18 @@ type ColdStart struct {
 	// command line (-v).
 	Progress io.Writer
 	Log      io.Writer
+	// Confidence is the level of the medians' intervals (0 = 95%).
+	Confidence float64
+	// Noise, when set, gets what else the machine did during each round
+	// (every arm under every budget once), scoped "round N".
+	Noise func(Noise) error
+}
+
+// Noise is what else the machine did during one round of a campaign
+// ("noise" records in results files).
+type Noise struct {
+	Scope string `json:"scope"`
+	noise.Window
 }
 
 // Summary is one arm under one budget (record.Summary).
@@ -73,6 +87,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 
 	samples := map[key][]prober.Sample{}
 	for run := 0; run <= c.Runs; run++ {
+		snap, nerr := noise.Host.Take()
 		for _, b := range budgets {
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
@@ -99,11 +114,24 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				}
 			}
 		}
+		if c.Noise != nil && nerr == nil {
+			// Servers are waited for after each probe, so their CPU is
+			// ours (getrusage's children), not other work.
+			if w, err := noise.Host.Since(snap); err == nil {
+				if err := c.Noise(Noise{Scope: fmt.Sprintf("round %d", run), Window: w}); err != nil {
+					return nil, fmt.Errorf("record noise: %w", err)
+				}
+			}
+		}
 	}
 	var out []Summary
 	for _, b := range budgets {
 		for _, a := range c.Arms {
-			sum := results.Summarize(samples[key{a.Name, b.String()}])
+			conf := c.Confidence
+			if conf == 0 {
+				conf = stats.DefaultConfidence
+			}
+			sum := results.SummarizeAt(samples[key{a.Name, b.String()}], conf)
 			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
@@ -203,14 +231,19 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	}
 	s.FirstRPCMs = ms(r.FirstRPC)
 	// Read the server's figures at once: they belong to the moment of first RPC.
+	// A reading that fails stays nil (JSON null): missing, never a 0 that
+	// would enter the medians.
 	if cpu, err := procfs.Host.CPU(inst.PID()); err == nil {
-		s.StartupCPUMs = cpu.Seconds() * 1000
+		v := cpu.Seconds() * 1000
+		s.StartupCPUMs = &v
 	}
-	if m, err := procfs.Host.Mem(inst.PID()); err == nil {
-		s.RSSBytes, s.PSSBytes = m.RSS, m.PSS
+	if m, err := procfs.Host.Mem(inst.PID()); err == nil && m.Valid {
+		rss, pss := m.RSS, m.PSS
+		s.RSSBytes, s.PSSBytes = &rss, &pss
 	}
 	if u, err := inst.Usage(); err == nil && u.Cgroup != "" {
-		s.CgroupCPUMs, s.CgroupMemPeakBytes = u.CPUSeconds*1000, u.MemPeakBytes
+		c, p := u.CPUSeconds*1000, u.MemPeakBytes
+		s.CgroupCPUMs, s.CgroupMemPeakBytes = &c, &p
 	}
 	s.GOMAXPROCSPredicted = lb.GOMAXPROCS()
 	// A launcher that runs a process of its own first (criu restore) says

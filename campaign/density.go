@@ -9,6 +9,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 	results "github.com/coldstart-go/coldstart/record"
@@ -124,7 +125,12 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record 
 		row.TotalPSSBytes += m.PSS
 		row.TotalRSSBytes += m.RSS
 	}
-	row.PSSBytes = int64(results.Quantiles(pss, 0.5)[0])
+	m := stats.MedianCI(pss, stats.DefaultConfidence)
+	row.N, row.PSSBytes = len(pss), int64(m.Value)
+	if m.Finite() {
+		lo, hi := int64(m.Low), int64(m.High)
+		row.PSSCILowBytes, row.PSSCIHighBytes = &lo, &hi
+	}
 	row.PSSAnonBytes = int64(results.Quantiles(anon, 0.5)[0])
 	row.RSSBytes = int64(results.Quantiles(rss, 0.5)[0])
 	return row, nil

@@ -31,15 +31,17 @@ type Sample struct {
 	// FirstRPCMs is spawn to first ready RPC, in milliseconds.
 	FirstRPCMs float64 `json:"first_rpc_ms"`
 	Phases     []Phase `json:"phases"`
-	// StartupCPUMs is the server's utime+stime (all threads) at first RPC.
-	StartupCPUMs float64 `json:"startup_cpu_ms"`
-	RSSBytes     int64   `json:"rss_bytes"`
-	PSSBytes     int64   `json:"pss_bytes"`
+	// StartupCPUMs is the server's utime+stime (all threads) at first RPC;
+	// RSSBytes and PSSBytes its memory then. nil (JSON null) when the
+	// reading failed: a missing reading, never a made-up 0.
+	StartupCPUMs *float64 `json:"startup_cpu_ms"`
+	RSSBytes     *int64   `json:"rss_bytes"`
+	PSSBytes     *int64   `json:"pss_bytes"`
 	// CgroupCPUMs and CgroupMemPeakBytes are what the budget's cgroup
-	// itself reports at first RPC (0 without a cgroup: budgets max and
-	// cpus= need none).
-	CgroupCPUMs        float64 `json:"cgroup_cpu_ms,omitempty"`
-	CgroupMemPeakBytes int64   `json:"cgroup_mem_peak_bytes,omitempty"`
+	// itself reports at first RPC (absent without a cgroup, budgets max and
+	// cpus=, or when the cgroup could not be read).
+	CgroupCPUMs        *float64 `json:"cgroup_cpu_ms,omitempty"`
+	CgroupMemPeakBytes *int64   `json:"cgroup_mem_peak_bytes,omitempty"`
 	// GOMAXPROCSPredicted is what Go >= 1.25 picks under the budget:
 	// min(CPU set, max(2, ceil(quota))). steady run reads the real value.
 	GOMAXPROCSPredicted int `json:"gomaxprocs_predicted,omitempty"`

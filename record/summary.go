@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
 // Summary is one arm under one budget: the figures of its counted runs.
@@ -11,24 +13,35 @@ type Summary struct {
 	Arm    string `json:"arm"`
 	Budget string `json:"budget"`
 	Runs   int    `json:"runs"`
-	// Spawn to first ready RPC, milliseconds.
-	MedianMs float64 `json:"median_ms"`
-	P90Ms    float64 `json:"p90_ms"`
-	MinMs    float64 `json:"min_ms"`
-	MaxMs    float64 `json:"max_ms"`
+	// N is the number of counted runs (Runs), under the key every
+	// summary row shares.
+	N int `json:"n" render:"-"`
+	// Spawn to first ready RPC, milliseconds: the median with its
+	// distribution-free interval at Confidence (nil: too few runs for one,
+	// fewer than 6 at 95%).
+	MedianMs       float64  `json:"median_ms"`
+	MedianCILowMs  *float64 `json:"median_ci_low_ms"`
+	MedianCIHighMs *float64 `json:"median_ci_high_ms"`
+	Confidence     float64  `json:"confidence" render:"-"`
+	P90Ms          float64  `json:"p90_ms"`
+	MinMs          float64  `json:"min_ms"`
+	MaxMs          float64  `json:"max_ms"`
 	// Medians of the phases, milliseconds from t0.
 	StartedMs   float64 `json:"started_ms" render:"-"`
 	AcceptingMs float64 `json:"accepting_ms" render:"-"`
-	// Medians of the server's figures at first RPC.
-	StartupCPUMs float64 `json:"startup_cpu_ms"`
-	RSSBytes     int64   `json:"rss_bytes" render:"bytes"`
-	PSSBytes     int64   `json:"pss_bytes" render:"bytes"`
-	SizeBytes    int64   `json:"size_bytes" render:"bytes"`
-	// Medians of what the budget's cgroup reports (0 without one), and the
-	// GOMAXPROCS Go picks under the budget.
-	CgroupCPUMs        float64 `json:"cgroup_cpu_ms"`
-	CgroupMemPeakBytes int64   `json:"cgroup_mem_peak_bytes" render:"bytes"`
-	GOMAXPROCS         int     `json:"gomaxprocs_predicted"`
+	// Medians of the server's figures at first RPC, over the runs whose
+	// reading succeeded (nil when none did); Missing counts the counted
+	// runs that lacked one of them.
+	StartupCPUMs *float64 `json:"startup_cpu_ms"`
+	RSSBytes     *int64   `json:"rss_bytes" render:"bytes"`
+	PSSBytes     *int64   `json:"pss_bytes" render:"bytes"`
+	Missing      int      `json:"missing"`
+	SizeBytes    int64    `json:"size_bytes" render:"bytes"`
+	// Medians of what the budget's cgroup reports (nil without one), and
+	// the GOMAXPROCS Go picks under the budget.
+	CgroupCPUMs        *float64 `json:"cgroup_cpu_ms"`
+	CgroupMemPeakBytes *int64   `json:"cgroup_mem_peak_bytes" render:"bytes"`
+	GOMAXPROCS         int      `json:"gomaxprocs_predicted"`
 	// Median of the prober's own CPU per probe, and where it ran.
 	ProberCPUMs float64 `json:"prober_cpu_ms"`
 	// LauncherCPUMs is the median CPU of the launcher's own process (criu
@@ -44,10 +57,17 @@ type Summary struct {
 	PageCache string `json:"page_cache,omitempty"`
 }
 
-// Summarize reduces counted samples to medians and a range. Samples with
-// an error are left out.
-func Summarize(ss []Sample) Summary {
-	var sum Summary
+// Summarize reduces counted samples to medians and a range, at 95%
+// confidence (SummarizeAt).
+func Summarize(ss []Sample) Summary { return SummarizeAt(ss, stats.DefaultConfidence) }
+
+// SummarizeAt reduces counted samples to medians and a range, the
+// spawn-to-first-RPC median with its interval at the confidence level.
+// Samples with an error, and warm-up samples, are left out. A reading that
+// failed (nil) is left out of its median, never counted as 0; Missing
+// counts the runs that lacked the server's CPU or memory.
+func SummarizeAt(ss []Sample, confidence float64) Summary {
+	sum := Summary{Confidence: confidence}
 	var first, cpu, rss, pss, pcpu, cgcpu, cgmem, lcpu []float64
 	phases := map[string][]float64{}
 	for _, s := range ss {
@@ -55,37 +75,76 @@ func Summarize(ss []Sample) Summary {
 			continue
 		}
 		first = append(first, s.FirstRPCMs)
-		cpu = append(cpu, s.StartupCPUMs)
-		rss = append(rss, float64(s.RSSBytes))
-		pss = append(pss, float64(s.PSSBytes))
+		if s.StartupCPUMs == nil || s.RSSBytes == nil || s.PSSBytes == nil {
+			sum.Missing++
+		}
+		cpu = appendF(cpu, s.StartupCPUMs)
+		rss = appendI(rss, s.RSSBytes)
+		pss = appendI(pss, s.PSSBytes)
 		pcpu = append(pcpu, s.ProberCPUMs)
-		cgcpu = append(cgcpu, s.CgroupCPUMs)
-		cgmem = append(cgmem, float64(s.CgroupMemPeakBytes))
+		cgcpu = appendF(cgcpu, s.CgroupCPUMs)
+		cgmem = appendI(cgmem, s.CgroupMemPeakBytes)
 		lcpu = append(lcpu, s.LauncherCPUMs)
 		sum.GOMAXPROCS = s.GOMAXPROCSPredicted
 		for _, p := range s.Phases {
 			phases[p.Name] = append(phases[p.Name], p.Ms)
 		}
 	}
-	sum.Runs, sum.PhasesMs = len(first), map[string]float64{}
+	sum.Runs, sum.N, sum.PhasesMs = len(first), len(first), map[string]float64{}
 	if len(first) == 0 {
 		return sum
 	}
-	q := Quantiles(first, 0.5, 0.9, 0, 1)
-	sum.MedianMs, sum.P90Ms, sum.MinMs, sum.MaxMs = q[0], q[1], q[2], q[3]
-	sum.StartupCPUMs = Quantiles(cpu, 0.5)[0]
-	sum.RSSBytes = int64(Quantiles(rss, 0.5)[0])
-	sum.PSSBytes = int64(Quantiles(pss, 0.5)[0])
-	sum.ProberCPUMs = Quantiles(pcpu, 0.5)[0]
-	sum.CgroupCPUMs = Quantiles(cgcpu, 0.5)[0]
-	sum.CgroupMemPeakBytes = int64(Quantiles(cgmem, 0.5)[0])
+	m := stats.MedianCI(first, confidence)
+	sum.MedianMs = m.Value
+	if m.Finite() {
+		lo, hi := m.Low, m.High
+		sum.MedianCILowMs, sum.MedianCIHighMs = &lo, &hi
+	}
+	q := Quantiles(first, 0.9, 0, 1)
+	sum.P90Ms, sum.MinMs, sum.MaxMs = q[0], q[1], q[2]
+	sum.StartupCPUMs = medianF(cpu, confidence)
+	sum.RSSBytes = medianI(rss, confidence)
+	sum.PSSBytes = medianI(pss, confidence)
+	sum.ProberCPUMs = stats.MedianCI(pcpu, confidence).Value
+	sum.CgroupCPUMs = medianF(cgcpu, confidence)
+	sum.CgroupMemPeakBytes = medianI(cgmem, confidence)
 	sum.LauncherCPUMs = Quantiles(lcpu, 0.5)[0]
 	for name, xs := range phases {
-		sum.PhasesMs[name] = Quantiles(xs, 0.5)[0]
+		sum.PhasesMs[name] = stats.MedianCI(xs, confidence).Value
 	}
 	sum.StartedMs = sum.PhasesMs[PhaseStarted]
 	sum.AcceptingMs = sum.PhasesMs[PhaseAccepting]
 	return sum
+}
+
+func appendF(xs []float64, v *float64) []float64 {
+	if v == nil {
+		return xs
+	}
+	return append(xs, *v)
+}
+
+func appendI(xs []float64, v *int64) []float64 {
+	if v == nil {
+		return xs
+	}
+	return append(xs, float64(*v))
+}
+
+func medianF(xs []float64, confidence float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	v := stats.MedianCI(xs, confidence).Value
+	return &v
+}
+
+func medianI(xs []float64, confidence float64) *int64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	v := int64(stats.MedianCI(xs, confidence).Value)
+	return &v
 }
 
 // Quantiles returns the p-quantiles of xs (empirical, no interpolation).

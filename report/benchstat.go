@@ -95,9 +95,10 @@ func (r *Report) Benchstat(w io.Writer) error {
 			write(fmt.Sprintf("ColdStart/budget=%s%s/arm=%s", part(s.Budget), on, part(s.Arm)), 1,
 				benchfmt.Value{Value: s.FirstRPCMs * 1e6, Unit: "ns/op"},
 				benchfmt.Value{Value: acc * 1e6, Unit: "accepting-ns"},
-				benchfmt.Value{Value: s.StartupCPUMs * 1e6, Unit: "startup-cpu-ns"},
-				benchfmt.Value{Value: float64(s.PSSBytes), Unit: "pss-B"},
-				benchfmt.Value{Value: float64(s.RSSBytes), Unit: "rss-B"},
+				// A failed reading is 0 here, and write drops 0 values.
+				benchfmt.Value{Value: valF(s.StartupCPUMs) * 1e6, Unit: "startup-cpu-ns"},
+				benchfmt.Value{Value: float64(valI(s.PSSBytes)), Unit: "pss-B"},
+				benchfmt.Value{Value: float64(valI(s.RSSBytes)), Unit: "rss-B"},
 				benchfmt.Value{Value: float64(size[s.Arm]), Unit: "size-B"},
 			)
 		}
@@ -152,4 +153,19 @@ func part(s string) string {
 		return "none"
 	}
 	return strings.NewReplacer(" ", "_", "/", ":", "\t", "_").Replace(s)
+}
+
+// valF and valI read an optional figure, 0 when it is missing.
+func valF(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func valI(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"io"
 	"path/filepath"
 	"sort"
@@ -263,6 +264,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	r.heading(m, c, "coldstart")
 	var rows [][]string
 	var dens []string
+	samples := coldSamples(c)
 	for _, s := range sortedSummaries(c.Summaries) {
 		idle := ""
 		if dc, d, ok := r.densityFor(s.Arm, s.Budget); ok {
@@ -276,13 +278,28 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 		if s.FromSamples {
 			note = strings.TrimPrefix(note+"; from samples, no summary", "; ")
 		}
+		runs := fmt.Sprint(s.Runs)
+		if s.Missing > 0 {
+			runs += fmt.Sprintf(" (%d missing)", s.Missing)
+		}
+		med := ms(s.MedianMs)
+		if xs := samples[[2]string{s.Arm, s.Budget}]; len(xs) > 0 {
+			// From the samples, at the report's confidence level.
+			m := stats.MedianCI(xs, r.confidence())
+			med = ms(m.Value)
+			if m.Finite() {
+				med += " [" + ms(m.Low) + "–" + ms(m.High) + "]"
+			}
+		} else if s.MedianCILowMs != nil && s.MedianCIHighMs != nil {
+			med += " [" + ms(*s.MedianCILowMs) + "–" + ms(*s.MedianCIHighMs) + "]"
+		}
 		rows = append(rows, []string{
-			s.Arm + dagger(s.Doubt()), s.Budget, fmt.Sprint(s.Runs), ms(s.MedianMs),
-			ms(s.MinMs) + "–" + ms(s.MaxMs), ms(s.P90Ms), msOrEmpty(s.AcceptingMs), msOrEmpty(s.StartupCPUMs),
-			mibOrEmpty(s.PSSBytes), idle, mibOrEmpty(s.SizeBytes), note,
+			s.Arm + dagger(s.Doubt()), s.Budget, runs, med,
+			ms(s.MinMs) + "–" + ms(s.MaxMs), ms(s.P90Ms), msOrEmpty(s.AcceptingMs), msOrDash(s.StartupCPUMs),
+			mibOrDashP(s.PSSBytes), idle, mibOrEmpty(s.SizeBytes), note,
 		})
 	}
-	m.table([]string{"arm", "budget", "runs", "median ms", "range ms", "p90 ms", "accepting ms", "startup CPU ms",
+	m.table([]string{"arm", "budget", "runs", fmt.Sprintf("median ms [%.0f%% CI]", 100*r.confidence()), "range ms", "p90 ms", "accepting ms", "startup CPU ms",
 		"PSS at first RPC", "PSS idle", "size", "doubt"}, rows)
 	m.p("%s", provenanceLine(c))
 	probe := ""
@@ -296,6 +313,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	if len(dens) > 0 {
 		m.p(" PSS idle from density campaign %s.", strings.Join(dens, ", "))
 	}
+	m.p("%s", noiseNote(c))
 	m.p("\n\n")
 	if phases {
 		phaseTable(m, c)
@@ -308,10 +326,10 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 func budgetTable(m *mdw, c *Campaign) {
 	var rows [][]string
 	for _, s := range sortedSummaries(c.Summaries) {
-		if s.CgroupCPUMs == 0 && s.CgroupMemPeakBytes == 0 {
+		if s.CgroupCPUMs == nil && s.CgroupMemPeakBytes == nil {
 			continue
 		}
-		rows = append(rows, []string{s.Arm, s.Budget, fmt.Sprint(s.GOMAXPROCS), ms(s.CgroupCPUMs), mibOrEmpty(s.CgroupMemPeakBytes), msOrEmpty(s.StartupCPUMs)})
+		rows = append(rows, []string{s.Arm, s.Budget, fmt.Sprint(s.GOMAXPROCS), msOrDash(s.CgroupCPUMs), mibOrDashP(s.CgroupMemPeakBytes), msOrDash(s.StartupCPUMs)})
 	}
 	if len(rows) == 0 {
 		return
@@ -576,4 +594,41 @@ func mibOrDash(b int64) string {
 		return "–"
 	}
 	return mib(b)
+}
+
+// msOrDash and mibOrDashP show a reading that is missing as –.
+func msOrDash(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return ms(*v)
+}
+
+func mibOrDashP(b *int64) string {
+	if b == nil {
+		return "–"
+	}
+	return mib(*b)
+}
+
+// noiseNote says what else the machine did during the campaign's rounds,
+// from its noise records ("" without any).
+func noiseNote(c *Campaign) string {
+	if len(c.Noise) == 0 {
+		return ""
+	}
+	busy := 0
+	lo, hi, other := c.Noise[0].Load1, c.Noise[0].Load1, 0.0
+	for _, n := range c.Noise {
+		if n.Busy {
+			busy++
+		}
+		lo, hi = min(lo, n.Load1), max(hi, n.Load1)
+		other = max(other, n.OtherCPUs)
+	}
+	s := fmt.Sprintf(" Noise: load average %.1f–%.1f; other work kept up to %.2f CPUs busy", lo, hi, other)
+	if busy > 0 {
+		s += fmt.Sprintf("; **%d of %d rounds ran on a busy host** (other work > %.2f CPUs)", busy, len(c.Noise), noise.BusyOtherCPUs)
+	}
+	return s + "."
 }

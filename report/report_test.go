@@ -386,14 +386,18 @@ func TestReadFillsMissingSummaries(t *testing.T) {
 {"kind":"sample","arm":"static","budget":"max","run":0,"warmup":true,"first_rpc_ms":50}
 {"kind":"sample","arm":"static","budget":"max","run":1,"first_rpc_ms":8,"pss_bytes":100}
 {"kind":"sample","arm":"static","budget":"max","run":2,"first_rpc_ms":6,"pss_bytes":100}
-{"kind":"sample","arm":"static","budget":"max","run":3,"first_rpc_ms":7,"pss_bytes":100,"future_field":1}
+{"kind":"sample","arm":"static","budget":"max","run":3,"first_rpc_ms":7,"pss_bytes":200,"future_field":1}
+{"kind":"sample","arm":"static","budget":"max","run":5,"first_rpc_ms":9,"pss_bytes":null}
 {"kind":"sample","arm":"static","budget":"max","run":4,"first_rpc_ms":0,"error":"not ready"}
 `
 	c, ws, err := Read("x.jsonl", strings.NewReader(in))
 	if err != nil || len(ws) != 0 {
 		t.Fatalf("Read() = %v, warnings %v", err, ws)
 	}
-	want := []Summary{{Summary: campaign.Summary{Arm: "static", Budget: "max", Runs: 3, MedianMs: 7, P90Ms: 8, MinMs: 6, MaxMs: 8, PSSBytes: 100, PhasesMs: map[string]float64{}}, FromSamples: true}}
+	// The failed PSS reading (null) is missing, not a 0 in the median.
+	pss := int64(100)
+	want := []Summary{{Summary: campaign.Summary{Arm: "static", Budget: "max", Runs: 4, N: 4, MedianMs: 7.5, P90Ms: 9, MinMs: 6, MaxMs: 9,
+		PSSBytes: &pss, Missing: 4, Confidence: 0.95, PhasesMs: map[string]float64{}}, FromSamples: true}}
 	if diff := cmp.Diff(want, c.Summaries); diff != "" {
 		t.Errorf("summaries (-want +got):\n%s", diff)
 	}

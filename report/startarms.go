@@ -67,10 +67,16 @@ func (r *Report) startArmsSection(m *mdw) {
 					v, ok := x.LauncherStats["restore_time_ms"]
 					return v, ok
 				})
-				restoreCPU := median(samples, func(x Sample) (float64, bool) { return x.LauncherCPUMs + x.StartupCPUMs, true })
+				restoreCPU := median(samples, func(x Sample) (float64, bool) {
+					// A run whose server CPU could not be read is left out.
+					if x.StartupCPUMs == nil {
+						return 0, false
+					}
+					return x.LauncherCPUMs + *x.StartupCPUMs, true
+				})
 				snap = append(snap, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), fmt.Sprintf("%.3g", s.MedianMs),
 					fmt.Sprintf("%.3g–%.3g", s.MinMs, s.MaxMs), vs, msOrEmpty(s.PhasesMs[record.PhaseProcessRestored]),
-					msOrEmpty(criuRestore), msOrEmpty(restoreCPU), mibOrEmpty(s.PSSBytes)})
+					msOrEmpty(criuRestore), msOrEmpty(restoreCPU), mibOrDashP(s.PSSBytes)})
 			}
 		}
 		if len(pre) > 0 {

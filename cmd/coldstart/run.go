@@ -14,19 +14,22 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
 // runOptions are coldstart run's flags.
 type runOptions struct {
 	serverOptions
-	Runs      int
-	Transport string
-	PageCache string
-	Timeout   time.Duration
-	PinProber string
-	PinServer string
-	Budgets   string
+	Runs int
+	// Confidence is the level of each median's interval.
+	Confidence float64
+	Transport  string
+	PageCache  string
+	Timeout    time.Duration
+	PinProber  string
+	PinServer  string
+	Budgets    string
 	// --on knative
 	On         string
 	Namespace  string
@@ -35,7 +38,7 @@ type runOptions struct {
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second}
+	o := &runOptions{Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence}
 	o.serverOptions.defaults()
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
@@ -64,6 +67,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f := cmd.Flags()
 	o.serverOptions.bind(cmd)
 	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "counted cold starts per arm and budget (after one warm-up round)")
+	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of each median's interval, between 0 and 1")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
 	f.StringVar(&o.PageCache, "page-cache", o.PageCache, "warm (files as the last start left them) or cold (evict each arm's binary, shared libraries and image root filesystem before every start, with posix_fadvise, and record how many pages were resident)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one cold start after this long")
@@ -84,6 +88,9 @@ func (o *runOptions) validate() error {
 	}
 	if o.Runs < 1 {
 		return fmt.Errorf("--runs: %d, want at least 1", o.Runs)
+	}
+	if err := stats.CheckConfidence(o.Confidence); err != nil {
+		return fmt.Errorf("--confidence: %w", err)
 	}
 	if o.Transport != "tcp" && o.Transport != "unix" {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
@@ -159,7 +166,8 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	c := campaign.ColdStart{
 		Arms: built.Arms, Addr: addr, Budgets: budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport), PageCache: pc,
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, ProberCPUs: pcpus,
-		Progress: o.progress(), Log: o.log(),
+		Progress: o.progress(), Log: o.log(), Confidence: o.Confidence,
+		Noise: func(n campaign.Noise) error { return rf.Add("noise", n) },
 	}
 	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
 	return finish(w, o.Output, rf, "summary", sums, err, built)

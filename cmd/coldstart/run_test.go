@@ -18,7 +18,7 @@ func defaultServerOptions() serverOptions {
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Budgets: "max", On: "local"}
+		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Budgets: "max", On: "local"}
 		if mod != nil {
 			mod(&o)
 		}
@@ -47,6 +47,8 @@ func TestRunFlags(t *testing.T) {
 		{name: "unknown page cache", args: []string{"--page-cache", "tepid"}, wantErr: `--page-cache: "tepid", want warm or cold`},
 		{name: "cold page cache on knative", args: []string{"--on", "knative", "--page-cache", "cold"}, wantErr: "--page-cache cold evicts files on this machine"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "confidence as a percentage", args: []string{"--confidence", "95"}, wantErr: "--confidence: 95: confidence level must be between 0 and 1"},
+		{name: "confidence 99%", args: []string{"--confidence", "0.99"}, want: base(func(o *runOptions) { o.Confidence = 0.99 })},
 		{name: "bad transport", args: []string{"--transport", "udp"}, wantErr: `--transport: "udp", want tcp or unix`},
 		{name: "cpu that does not exist", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
 		{name: "pin prober to a cpu that does not exist", args: []string{"--pin-prober", "4096"}, wantErr: "--pin-prober"},
