@@ -122,8 +122,11 @@ func cdfPlot(c *Campaign, budget string) (*plot.Plot, bool, error) {
 	p := plot.New()
 	p.X.Label.Text = "spawn → first RPC (ms)"
 	p.Y.Label.Text = "fraction of cold starts"
+	// The legend sits bottom right, in room made for it to the right of
+	// the slowest arm's last cold start (below), where no curve runs:
+	// there every curve has reached 1.
 	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Centimeter
+	p.Legend.YOffs = vg.Centimeter / 2
 	arms := budgetsOf(c.Samples, func(s Sample) string { return s.Arm })
 	n := 0
 	for i, arm := range arms {
@@ -156,6 +159,9 @@ func cdfPlot(c *Campaign, budget string) (*plot.Plot, bool, error) {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
 		p.X.Label.Text = "spawn → first RPC (ms, log)"
+		p.X.Max *= 4
+	} else if p.X.Max > p.X.Min {
+		p.X.Max += (p.X.Max - p.X.Min) * 0.6
 	}
 	return p, n > 0, nil
 }
