@@ -194,6 +194,11 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if o.Out == "" {
 		return write(w)
 	}
+	if dir := filepath.Dir(o.Out); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("--out: create %s: %w", dir, err)
+		}
+	}
 	return atomicfile.Write(o.Out, 0o644, write)
 }
 

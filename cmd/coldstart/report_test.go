@@ -70,7 +70,7 @@ func TestReportFlags(t *testing.T) {
 // file and checks that every plot it links is there.
 func TestRunReport(t *testing.T) {
 	dir := t.TempDir()
-	out := filepath.Join(dir, "PERFORMANCE.md")
+	out := filepath.Join(dir, "not", "yet", "PERFORMANCE.md") // --out creates its directory
 	var stderr bytes.Buffer
 	o := &reportOptions{Paths: []string{"../../report/testdata", "../../report/testdata/bad"}, Format: "markdown", PlotFormat: "svg", Out: out, Title: "Performance", stderr: &stderr}
 	if err := runReport(context.Background(), o, io.Discard); err != nil {
@@ -88,7 +88,7 @@ func TestRunReport(t *testing.T) {
 		if !strings.HasPrefix(l[1], "plots/") {
 			t.Errorf("plot link %q, want it under plots/ beside the Markdown", l[1])
 		}
-		if _, err := os.Stat(filepath.Join(dir, l[1])); err != nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(out), l[1])); err != nil {
 			t.Errorf("linked plot: %v", err)
 		}
 	}
