@@ -27,6 +27,10 @@ var armOrder = []string{"default", "pgo", "static", "upx", "image"}
 // DefaultArms are the arms built when none are named.
 var DefaultArms = []string{"default", "static", "upx", "pgo"}
 
+// BinaryArms are the arms a prebuilt binary (Source.Bin) can be: itself
+// as-is, and packed by upx. The others build from a package.
+var BinaryArms = []string{"default", "upx"}
+
 func init() {
 	Register("default", func(o Options) (Builder, error) { return newDefault(o), nil })
 	Register("pgo", func(o Options) (Builder, error) { return newPGO(o), nil })

@@ -39,7 +39,14 @@ func TestRunFlags(t *testing.T) {
 		{name: "budgets and pinning", args: []string{"--budget", "cpus=0;max", "--pin-prober", "1", "--transport", "unix"},
 			want: base(func(o *runOptions) { o.Budgets, o.PinProber, o.Transport = "cpus=0;max", "1", "unix" })},
 		{name: "env and probe", args: []string{"--env", "A=1", "--env", "B=x=y", "--probe", "tcp", "--bin", "/bin/true"},
-			want: base(func(o *runOptions) { o.Env, o.Probe, o.Bin = []string{"A=1", "B=x=y"}, "tcp", "/bin/true" })},
+			want: base(func(o *runOptions) {
+				o.Env, o.Probe, o.Bin, o.Arms = []string{"A=1", "B=x=y"}, "tcp", "/bin/true", "default,upx"
+			})},
+		// A binary can only be itself or packed: those are its default arms.
+		{name: "bin alone measures the arms that apply", args: []string{"--bin", "/bin/true"},
+			want: base(func(o *runOptions) { o.Bin, o.Arms = "/bin/true", "default,upx" })},
+		{name: "bin with arms keeps them", args: []string{"--bin", "/bin/true", "--arms", "upx"},
+			want: base(func(o *runOptions) { o.Bin, o.Arms = "/bin/true", "upx" })},
 		{name: "on knative", args: []string{"--on", "knative", "--namespace", "cs", "--target", "127.0.0.1:80", "--arms", "image"},
 			want: base(func(o *runOptions) { o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", "image" })},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},

@@ -21,6 +21,7 @@ type serverOptions struct {
 	Pkg         string
 	Bin         string
 	Arms        string
+	armsSet     bool // --arms was given
 	UPXLevel    string
 	PGOProfile  string
 	PGODuration time.Duration
@@ -57,7 +58,7 @@ func (o *serverOptions) defaults() {
 
 func (o *serverOptions) bind(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.Arms, "arms", o.Arms, "arms to build and measure, comma-separated (known: default, static, upx, pgo, image; and prebound, snapshot: the --start-from build started with a socket bound by coldstart, or restored from a CRIU checkpoint)")
+	f.Var(setFlag{&o.Arms, &o.armsSet}, "arms", "arms to build and measure, comma-separated (known: default, static, upx, pgo, image; and prebound, snapshot: the --start-from build started with a socket bound by coldstart, or restored from a CRIU checkpoint; with --bin the default is "+strings.Join(builds.BinaryArms, ",")+")")
 	f.StringVar(&o.StartFrom, "start-from", o.StartFrom, "the build arm that the prebound and snapshot arms start")
 	f.IntVar(&o.SnapshotWarmup, "snapshot-warmup", 0, "calls (readiness probes, each over a fresh connection) the server answers before it is checkpointed (0 = none)")
 	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
@@ -78,6 +79,10 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 }
 
 func (o *serverOptions) validate() error {
+	if o.Bin != "" && !o.armsSet {
+		// A binary can only be itself or packed: measure those.
+		o.Arms = strings.Join(builds.BinaryArms, ",")
+	}
 	if len(o.extraPositional) > 1 {
 		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.extraPositional)
 	}
@@ -153,3 +158,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// setFlag is a string flag that remembers whether it was given, so a
+// default can depend on other flags.
+type setFlag struct {
+	v   *string
+	set *bool
+}
+
+func (f setFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+func (f setFlag) Set(s string) error { *f.v, *f.set = s, true; return nil }
+func (f setFlag) Type() string       { return "string" }
