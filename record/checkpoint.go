@@ -47,3 +47,26 @@ type Checkpoint struct {
 	// (/run is a tmpfs); without it every restore probes the kernel again.
 	KdatCache bool `json:"kdat_cache"`
 }
+
+// KdatRestore is one restore of bench/criukdat (kind "kdat_restore").
+type KdatRestore struct {
+	// Mode is "tmpfs" (criu kept its kernel-feature cache) or "none".
+	Mode string `json:"mode"`
+	Run  int    `json:"run"`
+	// RestoreMs is wrapper start → criu's exit.
+	RestoreMs     float64 `json:"restore_ms"`
+	CRIURestoreMs float64 `json:"criu_restore_time_ms"`
+	CacheLoaded   bool    `json:"cache_loaded"`
+}
+
+// KdatSummary is one mode of bench/criukdat (kind "kdat_summary").
+type KdatSummary struct {
+	Mode            string  `json:"mode"`
+	Runs            int     `json:"runs"`
+	MedianMs        float64 `json:"median_restore_ms"`
+	MinMs           float64 `json:"min_restore_ms"`
+	MaxMs           float64 `json:"max_restore_ms"`
+	MedianCRIUMs    float64 `json:"median_criu_restore_time_ms"`
+	SavedVsNoneMs   float64 `json:"saved_vs_none_ms,omitempty"`
+	CacheLoadedRuns int     `json:"cache_loaded_runs"`
+}

@@ -142,8 +142,11 @@ type Campaign struct {
 	Crosscheck []CrosscheckRow
 	// Pull are image pulls (`coldstart pull`, report/pull.go).
 	Pull []PullRow
-	// Checkpoints are the snapshot arm's checkpoints.
-	Checkpoints []Checkpoint
+	// Checkpoints are the snapshot arm's checkpoints; Kdat and
+	// KdatRestores are bench/criukdat's summaries and rows.
+	Checkpoints  []Checkpoint
+	Kdat         []record.KdatSummary
+	KdatRestores []record.KdatRestore
 	// Soak are soak intervals and SoakSummaries their trends (`steady run
 	// --soak`, report/soak.go).
 	Soak          []SoakRow
@@ -326,6 +329,10 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Pull)
 		case kind == "checkpoint":
 			err = add(line, &c.Checkpoints)
+		case kind == "kdat_summary":
+			err = add(line, &c.Kdat)
+		case kind == "kdat_restore":
+			err = add(line, &c.KdatRestores)
 		case kind == SoakKind:
 			err = add(line, &c.Soak)
 		case kind == SoakSummaryKind:

@@ -25,7 +25,8 @@ func (c *Campaign) hasStartArms() bool {
 // snapshot arm's restore, each beside the arm they start (the base) under
 // the same budget.
 func (r *Report) startArmsSection(m *mdw) {
-	if !r.has((*Campaign).hasStartArms) {
+	hasKdat := func(c *Campaign) bool { return len(c.Kdat) > 0 }
+	if !r.has((*Campaign).hasStartArms) && !r.has(hasKdat) {
 		return
 	}
 	m.p("## Start without starting: prebound socket and snapshot restore\n\n")
@@ -94,6 +95,25 @@ func (r *Report) startArmsSection(m *mdw) {
 				ck.Base, mibOrEmpty(ck.Bytes), ck.DumpMs, ck.Warmup, orUnknown(ck.CRIUVersion), ck.Env,
 				ck.Stats["frozen_time_ms"], ck.Stats["memory_pages_written"], kdat)
 		}
+		m.p("%s\n\n", provenanceLine(c))
+	}
+	for _, c := range r.Campaigns {
+		if len(c.Kdat) == 0 {
+			continue
+		}
+		m.p("### CRIU's kernel-feature cache — %s\n\n", c.Label)
+		m.p("`criu restore` of the same checkpoint, alternating, in private mount namespaces whose `/run` is a tmpfs " +
+			"(criu loads `/run/criu.kdat`) or not (criu probes the kernel every run); wrapper start → criu's exit.\n\n")
+		var rows [][]string
+		for _, k := range c.Kdat {
+			saved := ""
+			if k.SavedVsNoneMs != 0 {
+				saved = fmt.Sprintf("%.3g", k.SavedVsNoneMs)
+			}
+			rows = append(rows, []string{k.Mode, fmt.Sprint(k.Runs), fmt.Sprintf("%.3g", k.MedianMs),
+				fmt.Sprintf("%.3g–%.3g", k.MinMs, k.MaxMs), fmt.Sprintf("%.3g", k.MedianCRIUMs), fmt.Sprintf("%d/%d", k.CacheLoadedRuns, k.Runs), saved})
+		}
+		m.table([]string{"kdat cache", "runs", "median ms", "range ms", "criu's restore time ms", "cache loaded", "saved ms (median)"}, rows)
 		m.p("%s\n\n", provenanceLine(c))
 	}
 }

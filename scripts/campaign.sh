@@ -4,7 +4,8 @@
 # cores=0.5 (cores= needs root), cold start, density, steady state in
 # interleaved rounds, the prober cross-check and the verdict checks (A/A,
 # static vs upx, a known +2 ms), the image pull at 10/100/1000 Mbit/s (static
-# and upx, gzip and zstd, one and two layers); then PERFORMANCE.md and the
+# and upx, gzip and zstd, one and two layers), the prebound and snapshot arms
+# (and the JVM server default vs snapshot); then PERFORMANCE.md and the
 # README's sample output, generated from exactly these files. About 40
 # minutes on 2 cores.
 #
@@ -53,7 +54,7 @@ bash scripts/setup.sh
 bin=$(mktemp -d)
 out=$(mktemp -d results/.campaign-XXXXXX)
 trap 'rm -rf "$bin" "$out"' EXIT
-for t in cmd/coldstart cmd/steady bench/crosscheck bench/verdictcheck; do
+for t in cmd/coldstart cmd/steady bench/crosscheck bench/verdictcheck bench/criukdat; do
 	go build -o "$bin/$(basename "$t")" "./$t"
 done
 
@@ -76,6 +77,16 @@ step "$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs 10 -experiments aa,upx,sl
 step "$bin/coldstart" pull --arms static,upx --bandwidth 10Mbit,100Mbit,1Gbit --compression gzip,zstd \
 	--layers single,split -n "$PULL_RUNS" --results-dir "$out"
 
+# The start arms (issue 16): prebound and snapshot beside the builds they
+# start, their density, the JVM server (examples/jvm, compiled here) default
+# vs snapshot over HTTP, and what criu's kernel-feature cache is worth.
+step "$bin/coldstart" run -n "$RUNS" --arms default,static,prebound,snapshot --snapshot-warmup 100 \
+	--budget "cpus=0;cores=0.5" --results-dir "$out"
+step "$bin/coldstart" density --instances 8 --arms default,snapshot --snapshot-warmup 100 --results-dir "$out"
+javac -d "$bin/jvm" examples/jvm/Echo.java
+step "$bin/coldstart" run -n "$RUNS" --bin "$(readlink -f "$(command -v java)")" --arms default,snapshot \
+	--snapshot-warmup 100 --probe http:///healthz --results-dir "$out" -- -XX:-UsePerfData -cp "$bin/jvm" Echo
+step "$bin/criukdat" -n "$RUNS" -results-dir "$out"
 files=$(cd "$out" && ls *.jsonl | sed 's|^|results/|')
 mv "$out"/*.jsonl results/
 ts=$(date -u +%Y%m%d-%H%M%S)

@@ -46,28 +46,11 @@ import (
 	"github.com/coldstart-go/coldstart/record"
 )
 
-// Row is one restore.
-type Row struct {
-	Mode string `json:"mode"` // "tmpfs" (cache kept) or "none"
-	Run  int    `json:"run"`
-	// RestoreMs is wrapper start → criu's exit: the process is restored.
-	RestoreMs float64 `json:"restore_ms"`
-	// CRIURestoreMs is criu's own "Restore time" statistic.
-	CRIURestoreMs float64 `json:"criu_restore_time_ms"`
-	CacheLoaded   bool    `json:"cache_loaded"`
-}
-
-// Summary is one mode's medians.
-type Summary struct {
-	Mode            string  `json:"mode"`
-	Runs            int     `json:"runs"`
-	MedianMs        float64 `json:"median_restore_ms"`
-	MinMs           float64 `json:"min_restore_ms"`
-	MaxMs           float64 `json:"max_restore_ms"`
-	MedianCRIUMs    float64 `json:"median_criu_restore_time_ms"`
-	SavedVsNoneMs   float64 `json:"saved_vs_none_ms,omitempty"`
-	CacheLoadedRuns int     `json:"cache_loaded_runs"`
-}
+// Row is one restore; Summary is one mode's medians.
+type (
+	Row     = record.KdatRestore
+	Summary = record.KdatSummary
+)
 
 func main() {
 	n := flag.Int("n", 20, "restores per mode")
