@@ -55,14 +55,14 @@ func (r *Report) startArmsSection(m *mdw) {
 		for _, s := range sortedSummaries(c.Summaries) {
 			vs := ""
 			if b, ok := baseMedian[s.Budget]; ok && b > 0 {
-				vs = fmt.Sprintf("%.3g ms (×%.2f)", b, s.MedianMs/b)
+				vs = fmt.Sprintf("%s ms (×%.2f)", num(b), s.MedianMs/b)
 			}
 			samples := countedSamples(c, s.Arm, s.Budget)
 			switch s.Arm {
 			case record.PreboundArm:
 				wait, share := backlog(samples)
-				pre = append(pre, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), fmt.Sprintf("%.3g", s.MedianMs),
-					fmt.Sprintf("%.3g–%.3g", s.MinMs, s.MaxMs), vs, msOrEmpty(wait), sharePct(share)})
+				pre = append(pre, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), num(s.MedianMs),
+					num(s.MinMs)+"–"+num(s.MaxMs), vs, msOrEmpty(wait), sharePct(share)})
 			case record.SnapshotArm:
 				criuRestore := median(samples, func(x Sample) (float64, bool) {
 					v, ok := x.LauncherStats["restore_time_ms"]
@@ -75,8 +75,8 @@ func (r *Report) startArmsSection(m *mdw) {
 					}
 					return x.LauncherCPUMs + *x.StartupCPUMs, true
 				})
-				snap = append(snap, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), fmt.Sprintf("%.3g", s.MedianMs),
-					fmt.Sprintf("%.3g–%.3g", s.MinMs, s.MaxMs), vs, msOrEmpty(s.PhasesMs[record.PhaseProcessRestored]),
+				snap = append(snap, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), num(s.MedianMs),
+					num(s.MinMs)+"–"+num(s.MaxMs), vs, msOrEmpty(s.PhasesMs[record.PhaseProcessRestored]),
 					msOrEmpty(criuRestore), msOrEmpty(restoreCPU), mibOrDashP(s.PSSBytes)})
 			}
 		}
@@ -108,10 +108,10 @@ func (r *Report) startArmsSection(m *mdw) {
 		for _, k := range c.Kdat {
 			saved := ""
 			if k.SavedVsNoneMs != 0 {
-				saved = fmt.Sprintf("%.3g", k.SavedVsNoneMs)
+				saved = num(k.SavedVsNoneMs)
 			}
-			rows = append(rows, []string{k.Mode, fmt.Sprint(k.Runs), fmt.Sprintf("%.3g", k.MedianMs),
-				fmt.Sprintf("%.3g–%.3g", k.MinMs, k.MaxMs), fmt.Sprintf("%.3g", k.MedianCRIUMs), fmt.Sprintf("%d/%d", k.CacheLoadedRuns, k.Runs), saved})
+			rows = append(rows, []string{k.Mode, fmt.Sprint(k.Runs), num(k.MedianMs),
+				num(k.MinMs)+"–"+num(k.MaxMs), num(k.MedianCRIUMs), fmt.Sprintf("%d/%d", k.CacheLoadedRuns, k.Runs), saved})
 		}
 		m.table([]string{"kdat cache", "runs", "median ms", "range ms", "criu's restore time ms", "cache loaded", "saved ms (median)"}, rows)
 		m.p("%s\n\n", provenanceLine(c))
@@ -168,4 +168,13 @@ func sharePct(f float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.0f%%", 100*f)
+}
+
+// num prints milliseconds with three significant digits, whole numbers
+// from 100 on (1003, not 1e+03).
+func num(v float64) string {
+	if v >= 100 || v <= -100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }
