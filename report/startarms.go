@@ -62,7 +62,7 @@ func (r *Report) startArmsSection(m *mdw) {
 			case record.PreboundArm:
 				wait, share := backlog(samples)
 				pre = append(pre, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), num(s.MedianMs),
-					num(s.MinMs)+"–"+num(s.MaxMs), vs, msOrEmpty(wait), sharePct(share)})
+					num(s.MinMs) + "–" + num(s.MaxMs), vs, msOrEmpty(wait), sharePct(share)})
 			case record.SnapshotArm:
 				criuRestore := median(samples, func(x Sample) (float64, bool) {
 					v, ok := x.LauncherStats["restore_time_ms"]
@@ -76,7 +76,7 @@ func (r *Report) startArmsSection(m *mdw) {
 					return x.LauncherCPUMs + *x.StartupCPUMs, true
 				})
 				snap = append(snap, []string{s.Arm, s.Budget, fmt.Sprint(s.Runs), num(s.MedianMs),
-					num(s.MinMs)+"–"+num(s.MaxMs), vs, msOrEmpty(s.PhasesMs[record.PhaseProcessRestored]),
+					num(s.MinMs) + "–" + num(s.MaxMs), vs, msOrEmpty(s.PhasesMs[record.PhaseProcessRestored]),
 					msOrEmpty(criuRestore), msOrEmpty(restoreCPU), mibOrDashP(s.PSSBytes)})
 			}
 		}
@@ -111,7 +111,7 @@ func (r *Report) startArmsSection(m *mdw) {
 				saved = num(k.SavedVsNoneMs)
 			}
 			rows = append(rows, []string{k.Mode, fmt.Sprint(k.Runs), num(k.MedianMs),
-				num(k.MinMs)+"–"+num(k.MaxMs), num(k.MedianCRIUMs), fmt.Sprintf("%d/%d", k.CacheLoadedRuns, k.Runs), saved})
+				num(k.MinMs) + "–" + num(k.MaxMs), num(k.MedianCRIUMs), fmt.Sprintf("%d/%d", k.CacheLoadedRuns, k.Runs), saved})
 		}
 		m.table([]string{"kdat cache", "runs", "median ms", "range ms", "criu's restore time ms", "cache loaded", "saved ms (median)"}, rows)
 		m.p("%s\n\n", provenanceLine(c))
