@@ -33,7 +33,7 @@ func (r *Report) soakSection(m *mdw, plots func(*Campaign, string)) {
 	m.p("## Soak: memory and latency over time\n\n")
 	m.p("One open-loop rate held for the soak, one row per interval; latency from each call's intended send time. " +
 		"A slope is the least-squares fit over the intervals with its 95%% interval (Student's t); it is a drift only when " +
-		"the whole interval lies beyond 1 MiB/h (RSS) or 20%% of the median p99 per hour.\n\n")
+		"the whole interval lies above +1 MiB/h (RSS) or +20%% of the median p99 per hour; a metric that fell is stable (\"falling\").\n\n")
 	for _, c := range r.Campaigns {
 		if len(c.Soak) == 0 {
 			continue

@@ -135,7 +135,7 @@ func rssText(p *int64) string {
 }
 
 // Materiality: a slope counts as drift only when its whole 95% interval
-// lies beyond these rates. RSS: 1 MiB/h (below it, a day's soak grows less
+// lies above these rates. RSS: 1 MiB/h (below it, a day's soak grows less
 // than 24 MiB); p99: 20% of the soak's median p99 per hour.
 const (
 	rssMaterialPerHour = 1 << 20

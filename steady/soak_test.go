@@ -83,4 +83,9 @@ func TestFitTrend(t *testing.T) {
 	if tr.Verdict != Drifting || !strings.HasPrefix(tr.Text, "drifting: +3.52 GiB/h") {
 		t.Errorf("trend %+v", tr)
 	}
+	// Falling beyond the material rate is no leak or slowdown.
+	tr = newTrend("p99_us", "µs/h", ts, []float64{400, 300, 200, 100, 0}, 1, signedUs)
+	if tr.Verdict != Stable || !strings.HasPrefix(tr.Text, "stable (falling): -360.00 ms/h") {
+		t.Errorf("falling trend %+v", tr)
+	}
 }

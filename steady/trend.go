@@ -10,8 +10,9 @@ import (
 
 // Trend is the least-squares slope of one soak metric over time, per hour,
 // with its 95% confidence interval (Student's t on n-2 degrees of freedom),
-// and what it says: "stable" when the interval contains zero or the slope
-// is below the metric's material rate, else "drifting".
+// and what it says: "drifting" when the whole interval lies above the
+// metric's material rate (a leak or a slowdown), else "stable" (a metric
+// that fell beyond it is stable, and its text says "falling").
 type Trend struct {
 	Metric string `json:"metric"` // "rss_bytes", "p99_us", ...
 	Unit   string `json:"unit"`   // of PerHour: "bytes/h", "µs/h"
@@ -60,7 +61,9 @@ func fitTrend(t, y []float64) (perHour, lo, hi float64, ok bool) {
 }
 
 // newTrend fits one metric and judges it: drifting when the whole 95%
-// interval lies beyond ±material.
+// interval lies above material. A soak looks for leaks and slowdowns; a
+// metric that fell (the machine's load easing, a cache warming) is not
+// one, and is called stable with the word "falling".
 func newTrend(metric, unit string, t, y []float64, material float64, format func(float64) string) Trend {
 	tr := Trend{Metric: metric, Unit: unit, Points: len(t), Material: material, Verdict: Unknown}
 	b, lo, hi, ok := fitTrend(t, y)
@@ -70,12 +73,15 @@ func newTrend(metric, unit string, t, y []float64, material float64, format func
 	}
 	tr.PerHour, tr.Lo, tr.Hi = b, lo, hi
 	ci := fmt.Sprintf("%s/h (95%% CI %s to %s)", format(b), format(lo), format(hi))
-	if lo > material || hi < -material {
-		tr.Verdict = Drifting
-	} else {
-		tr.Verdict = Stable
+	tr.Verdict = Stable
+	text := Stable
+	switch {
+	case lo > material:
+		tr.Verdict, text = Drifting, Drifting
+	case hi < -material:
+		text = "stable (falling)"
 	}
-	tr.Text = tr.Verdict + ": " + ci
+	tr.Text = text + ": " + ci
 	return tr
 }
 
