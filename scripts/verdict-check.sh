@@ -13,6 +13,7 @@
 #
 #   scripts/verdict-check.sh                     # 20 campaigns each
 #   CAMPAIGNS=5 RUNS=6 scripts/verdict-check.sh  # a quick look
+#   STEADY_ONLY=1 scripts/verdict-check.sh       # the steady A/A alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +33,9 @@ for t in cmd/coldstart cmd/steady bench/verdictcheck; do
 done
 echo "verdict-check: load before: $(cat /proc/loadavg)" >&2
 
-"$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs "$RUNS" -experiments aa,upx,sleep --results-dir results
+if [ -z "${STEADY_ONLY:-}" ]; then
+	"$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs "$RUNS" -experiments aa,upx,sleep --results-dir results
+fi
 
 # Steady A/A: one static binary under two arm names, rounds interleaved.
 static=$("$bin/coldstart" build --arms static -o json -q | sed -n 's/.*"path": *"\([^"]*\)".*/\1/p' | head -1)
@@ -41,7 +44,7 @@ trap 'rm -rf "$bin" "$dir"' EXIT
 detected=0 comparisons=0 positives=0
 for i in $(seq 1 "$CAMPAIGNS"); do
 	"$bin/steady" run --bin "a=$static" --bin "b=$static" --rounds "$ROUNDS" --calls "$CALLS" \
-		--scenario sequential,throughput --concurrency 1,32 --budget cpus=0 --results-dir "$dir" -q >/dev/null
+		--scenario sequential,throughput --concurrency 1,32 --budget cpus=0 --results-dir "$dir" >/dev/null
 	f=$(ls -t "$dir"/*_steady.jsonl | head -1)
 	json=$("$bin/coldstart" report -o json "$f")
 	n=$(grep -c '"verdict": "\(faster\|slower\|lower\|higher\)"' <<<"$json" || true)
