@@ -17,6 +17,8 @@ import (
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
+
+	"github.com/coldstart-go/coldstart/internal/require"
 )
 
 // echoImage builds examples/echo statically (the static arm's flags) and
@@ -41,10 +43,10 @@ func echoImage(t *testing.T) builds.ImageResult {
 func needRunc(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("runc"); err != nil {
-		t.Skip("runc not installed (sudo scripts/setup.sh installs it)")
+		require.Skipf(t, require.Runc, "runc not installed (sudo scripts/setup.sh installs it)")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("runc containers need root")
+		require.Skipf(t, require.Root, "runc containers need root")
 	}
 }
 
