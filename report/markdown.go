@@ -326,7 +326,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 func budgetTable(m *mdw, c *Campaign) {
 	var rows [][]string
 	for _, s := range sortedSummaries(c.Summaries) {
-		if s.CgroupCPUMs == nil && s.CgroupMemPeakBytes == nil {
+		if zeroF(s.CgroupCPUMs) && zeroI(s.CgroupMemPeakBytes) {
 			continue
 		}
 		rows = append(rows, []string{s.Arm, s.Budget, fmt.Sprint(s.GOMAXPROCS), msOrDash(s.CgroupCPUMs), mibOrDashP(s.CgroupMemPeakBytes), msOrDash(s.StartupCPUMs)})
@@ -597,19 +597,24 @@ func mibOrDash(b int64) string {
 }
 
 // msOrDash and mibOrDashP show a reading that is missing as –.
+// (A 0 from a file written before failed readings were null is missing
+// too: no server starts in 0 CPU or 0 bytes.)
 func msOrDash(v *float64) string {
-	if v == nil {
+	if v == nil || *v <= 0 {
 		return "–"
 	}
 	return ms(*v)
 }
 
 func mibOrDashP(b *int64) string {
-	if b == nil {
+	if b == nil || *b <= 0 {
 		return "–"
 	}
 	return mib(*b)
 }
+
+func zeroF(v *float64) bool { return v == nil || *v <= 0 }
+func zeroI(v *int64) bool   { return v == nil || *v <= 0 }
 
 // noiseNote says what else the machine did during the campaign's rounds,
 // from its noise records ("" without any).

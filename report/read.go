@@ -359,6 +359,13 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 		warn(0, "no records to report")
 		return nil, ws, nil
 	}
+	if len(c.VerdictSummaries) > 0 {
+		// A verdict check's samples are many small campaigns of arms
+		// named for the experiment (a, b, sleep2ms): its summary rows say
+		// what they show; pooled into cold-start tables and
+		// recommendations they would read as one campaign of real arms.
+		c.Samples, c.Summaries = nil, nil
+	}
 	c.fillSummaries()
 	return c, ws, nil
 }
