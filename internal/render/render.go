@@ -171,6 +171,13 @@ func columns(t reflect.Type, prefix []int) []column {
 }
 
 func cell(v reflect.Value, verb string) string {
+	if v.Kind() == reflect.Pointer {
+		// An optional figure: empty when missing, else as its value.
+		if v.IsNil() {
+			return ""
+		}
+		return cell(v.Elem(), verb)
+	}
 	if verb == "bytes" && v.CanInt() {
 		return strconv.FormatFloat(float64(v.Int())/(1<<20), 'f', 1, 64) + " MiB"
 	}

@@ -20,6 +20,7 @@ type row struct {
 	Arm       string   `json:"arm"`
 	MedianMs  float64  `json:"median_ms"`
 	SizeBytes int64    `json:"size_bytes" render:"bytes"`
+	PSSBytes  *int64   `json:"pss_bytes" render:"bytes"` // nil: a reading that failed
 	Ratio     float64  `json:"ratio" render:"%.3f"`
 	Command   []string `json:"command"`
 	Hidden    string   `json:"hidden" render:"-"`
@@ -28,8 +29,9 @@ type row struct {
 }
 
 func TestWrite(t *testing.T) {
+	pss := int64(3355443)
 	rows := []row{
-		{Arm: "default", MedianMs: 7.234, SizeBytes: 19051830, Ratio: 1, Command: []string{"go", "build"}, Hidden: "x", inner: inner{"a"}},
+		{Arm: "default", MedianMs: 7.234, SizeBytes: 19051830, PSSBytes: &pss, Ratio: 1, Command: []string{"go", "build"}, Hidden: "x", inner: inner{"a"}},
 		{Arm: "upx", MedianMs: 123.4567, SizeBytes: 5054864, Ratio: 0.26534, Command: []string{"upx", "-q"}, inner: inner{"b, with comma"}},
 	}
 	for _, f := range Formats {
