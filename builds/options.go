@@ -22,6 +22,9 @@ type Options struct {
 	// <package>-<arm>; Artifact.Path then points there ("" = leave artifacts
 	// in the cache).
 	OutDir string
+	// Prebuilt, when set, is a directory an earlier build's OutDir filled:
+	// arms are loaded from there (see LoadPrebuilt), nothing is built.
+	Prebuilt string
 
 	// Go is the go command ("" = "go" from PATH).
 	Go string

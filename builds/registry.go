@@ -90,7 +90,9 @@ func New(arm string, o Options) (Builder, error) {
 // and one error per arm (same indexes): arts[i] is valid when errs[i] is
 // nil. One arm failing (upx missing, say) does not stop the others;
 // errors.Join(errs...) is nil when all succeeded. With o.OutDir set, each
-// artifact is copied there as <package>-<arm>.
+// artifact is copied there as <package>-<arm>, its record beside it as
+// <package>-<arm>.json; with o.Prebuilt set, nothing is built: each arm is
+// loaded from such a directory (LoadPrebuilt).
 func BuildAll(ctx context.Context, src Source, arms []string, o Options) ([]Artifact, []error) {
 	o = o.withDefaults()
 	arts := make([]Artifact, len(arms))
@@ -98,6 +100,10 @@ func BuildAll(ctx context.Context, src Source, arms []string, o Options) ([]Arti
 	for i, arm := range arms {
 		if err := ctx.Err(); err != nil {
 			errs[i] = fmt.Errorf("build %s arm: %w", arm, err)
+			continue
+		}
+		if o.Prebuilt != "" {
+			arts[i], errs[i] = LoadPrebuilt(o.Prebuilt, arm)
 			continue
 		}
 		b, err := New(arm, o)
@@ -140,7 +146,7 @@ func copyOut(a Artifact, dir string) (Artifact, error) {
 		return a, fmt.Errorf("copy %s arm to %s: %w", a.Arm, dir, err)
 	}
 	a.Path = dst
-	return a, nil
+	return a, writeRecord(a)
 }
 
 // ArmList is a list of arm names; it is a pflag.Value for --arms

@@ -64,7 +64,12 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	var out Built
 	src := c.Source
 	sample := false
-	if src.Pkg == "" && src.Bin == "" {
+	switch {
+	case src.Pkg == "" && src.Bin == "" && c.Build.Prebuilt != "":
+		// Arms built elsewhere (no checkout needed): taken as the sample
+		// server's unless Args say how to start them.
+		sample = true
+	case src.Pkg == "" && src.Bin == "":
 		s, err := builds.SampleSource()
 		if err != nil {
 			return out, err

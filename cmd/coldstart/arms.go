@@ -48,6 +48,7 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 		Build: builds.Options{
 			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.Collect,
 			Instrument: o.Instrument, Progress: o.progress(), Verbose: o.Verbose,
+			Prebuilt: o.Prebuilt,
 		},
 		Args: o.ServerArgs, Env: o.Env, Dir: o.Dir, Transport: campaign.Transport(transport),
 		Engine: o.Runtime,

@@ -83,7 +83,7 @@ the artifact.`,
 	f.StringVar(&o.ImageBase, "image-base", "", "image arm: base image, an OCI layout directory or an image tarball (\"\" = empty base)")
 	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default, as-is, and upx only)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `build cache directory ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
-	f.StringVar(&o.OutDir, "out-dir", "", `copy each artifact here as <name>-<arm> ("" = leave them in the cache)`)
+	f.StringVar(&o.OutDir, "out-dir", "", `copy each artifact here as <name>-<arm>, with its build record <name>-<arm>.json for run --prebuilt ("" = leave them in the cache)`)
 	f.BoolVar(&o.NoCache, "no-cache", false, "build every arm afresh and do not record it")
 	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every command line run to stderr")

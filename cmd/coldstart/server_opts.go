@@ -20,6 +20,7 @@ import (
 type serverOptions struct {
 	Pkg         string
 	Bin         string
+	Prebuilt    string
 	Arms        string
 	armsSet     bool // --arms was given
 	UPXLevel    string
@@ -62,6 +63,7 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringVar(&o.StartFrom, "start-from", o.StartFrom, "the build arm that the prebound and snapshot arms start")
 	f.IntVar(&o.SnapshotWarmup, "snapshot-warmup", 0, "calls (readiness probes, each over a fresh connection) the server answers before it is checkpointed (0 = none)")
 	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
+	f.StringVar(&o.Prebuilt, "prebuilt", "", "measure the arms coldstart build --out-dir copied into this directory, with their build records, instead of building (for a machine without Go; without PKG they are taken as the sample server)")
 	f.StringVar(&o.UPXLevel, "upx-level", o.UPXLevel, "upx arm compression: default, best or lzma")
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
 	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to load the default arm while collecting the pgo profile")
@@ -88,6 +90,9 @@ func (o *serverOptions) validate() error {
 	}
 	if o.Bin != "" && o.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	}
+	if o.Prebuilt != "" && (o.Bin != "" || o.Instrument || o.PGOProfile != "") {
+		return fmt.Errorf("--prebuilt %s: the arms are built already; --bin, --instrument and --pgo-profile do not apply", o.Prebuilt)
 	}
 	if _, _, _, err := o.armLists(); err != nil {
 		return err

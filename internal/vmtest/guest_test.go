@@ -25,10 +25,11 @@ var guestBudgetTests = []string{
 }
 
 // TestCgroupV2Guest boots each cached Debian kernel in pure cgroup v2 mode
-// and runs the budget tests there.
+// and runs the budget tests there; in the newest, also a budgeted
+// `coldstart run` of the sample's default and static arms (built on the
+// host, measured in the guest) and one interrupted mid-campaign.
 func TestCgroupV2Guest(t *testing.T) {
-	qemu, kernels, busybox := guestTools(t)
-	_ = qemu
+	_, kernels, busybox := guestTools(t)
 	dir := t.TempDir()
 	bins := buildGuestBinaries(t, dir)
 	for i, k := range kernels {
@@ -40,11 +41,15 @@ func TestCgroupV2Guest(t *testing.T) {
 			plan := Plan{Steps: []Step{{
 				Name: "budget",
 				Argv: []string{"/bin/budget.test", "-test.v", "-test.count=1", "-test.timeout=5m"},
-				Env:  []string{RequireEnv + "=cgroup-v2"},
 				Dir:  "/tmp", Timeout: 6 * time.Minute,
 			}}}
-			writeInitramfs(t, img, bins, busybox, plan)
-			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 8 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
+			withRun := i == 0
+			if withRun {
+				plan.Steps = append(plan.Steps, coldstartSteps...)
+				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl"}
+			}
+			writeInitramfs(t, img, bins, busybox, plan, withRun)
+			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 9 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
 			start := time.Now()
 			o, err := m.Run(context.Background(), img)
 			t.Logf("guest %s (%s): %.1fs from start to power-off", k.Series, k.Package, time.Since(start).Seconds())
@@ -60,8 +65,32 @@ func TestCgroupV2Guest(t *testing.T) {
 				}
 			}
 			checkGoTestOutput(t, o.Console, guestBudgetTests)
+			if withRun {
+				checkColdstartResults(t, o)
+			}
 		})
 	}
+}
+
+// coldstartSteps run coldstart itself in the guest: a campaign under a
+// quota and a memory limit, then one interrupted while a server runs in
+// its cgroup (guestinit checks after each that no cgroup is left).
+var coldstartSteps = []Step{
+	{
+		Name: "coldstart-run",
+		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default,static",
+			"--budget", "cores=0.5;mem=64Mi", "-n", "5", "--results-dir", "/results"},
+		Dir: "/tmp", Timeout: 4 * time.Minute,
+	},
+	{
+		Name: "coldstart-interrupted",
+		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default",
+			"--budget", "cores=0.5,mem=64Mi", "-n", "1000", "--results-dir", "/results-interrupted"},
+		Dir: "/tmp", Timeout: 2 * time.Minute,
+		// A server is running in its cgroup under /coldstart.
+		InterruptWhenPopulated: "/sys/fs/cgroup/coldstart",
+		AnyExit:                true,
+	},
 }
 
 // guestTools finds qemu, the kernels and busybox, or skips (fails where
@@ -89,6 +118,8 @@ func guestTools(t *testing.T) (string, []Kernel, string) {
 // guestBinaries are the static programs the guest runs, built on the host.
 type guestBinaries struct {
 	init, budgetTest string
+	coldstart        string
+	arms             string // coldstart build --out-dir: echo-default, echo-static and their records
 }
 
 // buildGuestBinaries builds the guest's /init and the budget tests as
@@ -98,6 +129,23 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 	b := guestBinaries{init: filepath.Join(dir, "init"), budgetTest: filepath.Join(dir, "budget.test")}
 	goCmd(t, "build", "-o", b.init, "./internal/vmtest/guestinit")
 	goCmd(t, "test", "-c", "-o", b.budgetTest, "./budget")
+	// coldstart as the rest of the suite builds it (cgo on: its compiled
+	// packages are in the build cache already; a CGO_ENABLED=0 build of
+	// its dependencies took 9 minutes here); AddBinary brings libc along.
+	b.coldstart = filepath.Join(dir, "coldstart")
+	goCmdEnv(t, nil, "build", "-o", b.coldstart, "./cmd/coldstart")
+	// The arms as coldstart builds them (the default arm with cgo, as users
+	// get it: AddBinary brings its libc along), cached across runs.
+	b.arms = filepath.Join(dir, "arms")
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(b.coldstart, "build", "-q", "--arms", "default,static", "--out-dir", b.arms)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("coldstart build: %v\n%s", err, out)
+	}
 	return b
 }
 
@@ -105,13 +153,19 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 // what it builds is static.
 func goCmd(t *testing.T, args ...string) {
 	t.Helper()
+	goCmdEnv(t, []string{"CGO_ENABLED=0"}, args...)
+}
+
+// goCmdEnv runs the go command in the module's root with env added.
+func goCmdEnv(t *testing.T, env []string, args ...string) {
+	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -136,7 +190,7 @@ func moduleRoot() (string, error) {
 // busyboxApplets are the commands the budget tests start as children.
 var busyboxApplets = []string{"sh", "true", "grep", "sleep", "cat", "ls", "find"}
 
-func writeInitramfs(t *testing.T, file string, b guestBinaries, busybox string, plan Plan) {
+func writeInitramfs(t *testing.T, file string, b guestBinaries, busybox string, plan Plan, withColdstart bool) {
 	t.Helper()
 	r := NewInitramfs()
 	add := func(err error) {
@@ -150,6 +204,13 @@ func writeInitramfs(t *testing.T, file string, b guestBinaries, busybox string, 
 	add(r.AddFile("/bin/busybox", busybox, 0o755))
 	for _, a := range busyboxApplets {
 		add(r.AddSymlink("/bin/"+a, "busybox"))
+	}
+	if withColdstart {
+		add(r.AddBinary("/bin/coldstart", b.coldstart))
+		for _, arm := range []string{"default", "static"} {
+			add(r.AddBinary("/arms/echo-"+arm, filepath.Join(b.arms, "echo-"+arm)))
+			add(r.AddFile("/arms/echo-"+arm+".json", filepath.Join(b.arms, "echo-"+arm+".json"), 0o644))
+		}
 	}
 	raw, err := json.Marshal(plan)
 	add(err)
@@ -186,4 +247,95 @@ type lineLog struct{ t *testing.T }
 func (l *lineLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// checkColdstartResults reads the results files the guest copied out: the
+// campaign's summaries (one per arm and budget, figures from the cgroup),
+// and the interrupted campaign's samples on disk. With
+// COLDSTART_VM_RESULTS set, the files are also saved there.
+func checkColdstartResults(t *testing.T, o *Outcome) {
+	t.Helper()
+	var runFile, intFile []byte
+	for name, data := range o.Files {
+		switch {
+		case strings.HasPrefix(name, "/results/"):
+			runFile = data
+		case strings.HasPrefix(name, "/results-interrupted/"):
+			intFile = data
+		}
+		if d := os.Getenv("COLDSTART_VM_RESULTS"); d != "" {
+			dst := filepath.Join(d, strings.TrimSuffix(filepath.Base(name), ".jsonl")+"_vm-"+o.Info["kernel"]+".jsonl")
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				t.Error(err)
+			}
+			t.Logf("guest %s saved as %s", name, dst)
+		}
+	}
+	if runFile == nil || intFile == nil {
+		t.Fatalf("guest exported %d files, want both results files", len(o.Files))
+	}
+	type summary struct {
+		Kind        string  `json:"kind"`
+		Arm         string  `json:"arm"`
+		Budget      string  `json:"budget"`
+		Runs        int     `json:"runs"`
+		MedianMs    float64 `json:"median_ms"`
+		MinMs       float64 `json:"min_ms"`
+		MaxMs       float64 `json:"max_ms"`
+		CgroupCPUMs float64 `json:"cgroup_cpu_ms"`
+		MemPeak     int64   `json:"cgroup_mem_peak_bytes"`
+		GOMAXPROCS  int     `json:"gomaxprocs_predicted"`
+		Error       string  `json:"error"`
+		Kernel      string  `json:"kernel"`
+	}
+	records := func(data []byte) []summary {
+		var out []summary
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var s summary
+			if err := json.Unmarshal([]byte(l), &s); err != nil {
+				t.Fatalf("results line %q: %v", l, err)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	got := map[string]summary{}
+	for _, s := range records(runFile) {
+		switch s.Kind {
+		case "provenance":
+			if s.Kernel != o.Info["kernel"] {
+				t.Errorf("results provenance kernel %q, want the guest's %q", s.Kernel, o.Info["kernel"])
+			}
+		case "summary":
+			got[s.Arm+" "+s.Budget] = s
+			t.Logf("guest summary: %-8s %-10s runs %d  median %.1f ms (%.1f..%.1f)  cgroup CPU %.1f ms  memory peak %d B  GOMAXPROCS %d",
+				s.Arm, s.Budget, s.Runs, s.MedianMs, s.MinMs, s.MaxMs, s.CgroupCPUMs, s.MemPeak, s.GOMAXPROCS)
+		}
+	}
+	for _, arm := range []string{"default", "static"} {
+		for _, b := range []string{"cores=0.5", "mem=64Mi"} {
+			s, ok := got[arm+" "+b]
+			if !ok {
+				t.Errorf("no summary for %s under %s in the guest's results", arm, b)
+				continue
+			}
+			if s.Runs != 5 || s.MedianMs <= 0 || s.CgroupCPUMs <= 0 || s.MemPeak <= 0 {
+				t.Errorf("%s under %s: %+v; want 5 runs with a time, cgroup CPU and a memory peak (memory.peak)", arm, b, s)
+			}
+			// 4 vCPUs: a half-core quota lowers Go's GOMAXPROCS to 2.
+			if want := map[string]int{"cores=0.5": 2, "mem=64Mi": 4}[b]; s.GOMAXPROCS != want {
+				t.Errorf("%s under %s: GOMAXPROCS predicted %d, want %d on 4 vCPUs", arm, b, s.GOMAXPROCS, want)
+			}
+		}
+	}
+	var interrupted int
+	for _, s := range records(intFile) {
+		if s.Kind == "sample" && s.Error != "" {
+			interrupted++
+			t.Logf("interrupted sample: %s", s.Error)
+		}
+	}
+	if interrupted == 0 {
+		t.Errorf("the interrupted campaign's results hold no interrupted sample:\n%s", intFile)
+	}
 }

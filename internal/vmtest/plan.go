@@ -36,10 +36,11 @@ type Step struct {
 	Dir string `json:"dir,omitempty"`
 	// Timeout kills the step's process group (0 = 2 minutes).
 	Timeout time.Duration `json:"timeout_ns,omitempty"`
-	// InterruptWhen is a guest directory: once anything appears in it (a
-	// cgroup under /sys/fs/cgroup/coldstart, say), the step gets SIGINT, as
-	// from Ctrl-C. "" = never.
-	InterruptWhen string `json:"interrupt_when,omitempty"`
+	// InterruptWhenPopulated is a cgroup directory: once a process is in it
+	// or below (its cgroup.events says "populated 1": a server started in
+	// its budget's cgroup under /sys/fs/cgroup/coldstart, say), the step
+	// gets SIGINT, as from Ctrl-C. "" = never.
+	InterruptWhenPopulated string `json:"interrupt_when_populated,omitempty"`
 	// AnyExit passes the step whatever its exit status (an interrupted
 	// command); it must still end before its timeout.
 	AnyExit bool `json:"any_exit,omitempty"`

@@ -233,7 +233,7 @@ func TestGuestHangKilled(t *testing.T) {
 	if err := r.WriteFile(img); err != nil {
 		t.Fatal(err)
 	}
-	timeout := 40 * time.Second
+	timeout := 30 * time.Second
 	start := time.Now()
 	o, err := Machine{Kernel: kernels[0].Path, CPUs: 1, MemoryMiB: 256, Timeout: timeout}.Run(context.Background(), img)
 	took := time.Since(start)

@@ -213,7 +213,7 @@ func runStep(s vmtest.Step) bool {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var poll <-chan time.Time
-	if s.InterruptWhen != "" {
+	if s.InterruptWhenPopulated != "" {
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		poll = t.C
@@ -227,8 +227,8 @@ wait:
 			exit = cmd.ProcessState.ExitCode()
 			break wait
 		case <-poll:
-			if ents, _ := os.ReadDir(s.InterruptWhen); slices.ContainsFunc(ents, fs.DirEntry.IsDir) {
-				fmt.Printf("guestinit: %s appeared in %s: SIGINT to %s\n", ents[0].Name(), s.InterruptWhen, s.Name)
+			if ev, _ := os.ReadFile(filepath.Join(s.InterruptWhenPopulated, "cgroup.events")); strings.Contains(string(ev), "populated 1") {
+				fmt.Printf("guestinit: a process is in %s: SIGINT to %s\n", s.InterruptWhenPopulated, s.Name)
 				_ = cmd.Process.Signal(os.Interrupt)
 				poll = nil
 			}
@@ -246,8 +246,8 @@ wait:
 	if err != nil && !timedOut && !s.AnyExit {
 		fail("%v", err)
 	}
-	if s.InterruptWhen != "" && poll != nil {
-		fail("never interrupted: nothing appeared in %s", s.InterruptWhen)
+	if s.InterruptWhenPopulated != "" && poll != nil {
+		fail("never interrupted: no process ever was in %s", s.InterruptWhenPopulated)
 	}
 	if left := leftCgroups(); len(left) > 0 {
 		fail("cgroups left behind: %s", strings.Join(left, " "))
