@@ -6,6 +6,8 @@
 #   criu - 4.2.1 built from Debian's source package (the snapshot arm; see the
 #          block at the end: bookworm's 3.17.1 fails `criu check` on 6.x kernels)
 #   javac - Debian's default-jdk-headless (the JVM server of the snapshot tests)
+#   qemu-system-x86 - from Debian (internal/vmtest boots pure cgroup v2 guests
+#          under TCG; the guest kernels come from scripts/vm-kernel.sh)
 # Go itself must already be on PATH (go.mod names the minimum version).
 set -euo pipefail
 
@@ -14,6 +16,7 @@ command -v upx >/dev/null 2>&1 || need+=(upx-ucl)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 
 if ! command -v go >/dev/null 2>&1; then
 	echo "setup: go is not on PATH; install Go 1.26 or newer first" >&2
@@ -46,7 +49,7 @@ done
 apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 echo "setup: installed ${need[*]}" >&2
 else
-	echo "setup: upx, runc, taskset and javac are present" >&2
+	echo "setup: upx, runc, taskset, javac and qemu are present" >&2
 fi
 
 # --- criu (snapshot arm) -----------------------------------------------------

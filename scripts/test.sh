@@ -3,7 +3,10 @@
 #   1. scripts/setup.sh installs upx, runc, criu and a JDK where missing (quick when present);
 #   2. scripts/kube-testenv.sh builds kube-apiserver and etcd for the Knative
 #      tests into a cache outside the repo (~15 min the first time, then instant);
-#   3. go vet, then go test with the integration tests included.
+#   3. scripts/vm-kernel.sh fetches Debian's kernels and busybox for the pure
+#      cgroup v2 guests of internal/vmtest into a cache outside the repo
+#      (~1 min the first time, then instant);
+#   4. go vet, then go test with the integration tests included.
 # Extra arguments go to go test (e.g. -run TestColdStart ./campaign).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +14,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 KUBEBUILDER_ASSETS="$(bash scripts/kube-testenv.sh)"
 export KUBEBUILDER_ASSETS
+COLDSTART_VM_CACHE="$(bash scripts/vm-kernel.sh)"
+export COLDSTART_VM_CACHE
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

@@ -44,7 +44,7 @@ fetch() {
 	local pkg=$1 version=$2 dest=$3 tmp
 	tmp=$(mktemp -d "$cache/tmp.XXXXXX")
 	# apt-get download writes into the current directory.
-	if ! (cd "$tmp" && apt-get download -qq "$pkg=$version" >&2); then
+	if ! (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$version" >&2); then
 		rm -rf "$tmp"
 		log "could not download $pkg=$version (apt-get download; is the suite in /etc/apt/sources.list?)"
 		return 1
@@ -55,6 +55,7 @@ fetch() {
 	mv "$tmp" "$dest"
 }
 
+missing=()
 for s in "${series[@]}"; do
 	link="$cache/kernel-$s"
 	if [ -f "$link/vmlinuz" ]; then
@@ -65,8 +66,9 @@ for s in "${series[@]}"; do
 	meta=$(apt-cache madison linux-image-amd64 | awk -F'|' -v s="$s" '
 		{ gsub(/ /, "", $2); if (index($2, s ".") == 1) print $2 }' | sort -V | tail -1)
 	if [ -z "$meta" ]; then
-		log "apt knows no linux-image-amd64 $s.x (for 6.12 add bookworm-backports to apt's sources; see scripts/setup.sh)"
-		exit 1
+		log "apt knows no linux-image-amd64 $s.x (6.12 is in bookworm-backports, which scripts/setup.sh adds with upx-ucl); skipping it"
+		missing+=("$s")
+		continue
 	fi
 	# The metapackage depends on the real image package, same version.
 	pkg=$(apt-cache show "linux-image-amd64=$meta" | sed -n 's/^Depends: *\(linux-image-[^ ,]*\).*/\1/p' | head -1)
@@ -101,4 +103,8 @@ if [ ! -x "$cache/busybox" ]; then
 	log "busybox $version: $cache/busybox"
 fi
 
+if ! ls "$cache"/kernel-*/vmlinuz >/dev/null 2>&1; then
+	log "no guest kernel in $cache (wanted ${series[*]}; not found: ${missing[*]})"
+	exit 1
+fi
 echo "$cache"
