@@ -25,6 +25,9 @@ const (
 	// javac and java (the JVM server of the snapshot tests).
 	CRIU = "criu"
 	JDK  = "jdk"
+	// VM is qemu and the guest kernels for the pure cgroup v2 tests
+	// (internal/vmtest; scripts/setup.sh, scripts/vm-kernel.sh).
+	VM = "vm"
 )
 
 // Required reports whether $COLDSTART_REQUIRE names what (or "all").

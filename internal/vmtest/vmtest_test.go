@@ -205,18 +205,6 @@ func TestQEMUMissing(t *testing.T) {
 	}
 }
 
-func TestRequired(t *testing.T) {
-	for _, tt := range []struct {
-		env  string
-		want bool
-	}{{"", false}, {"vm", true}, {"runc, vm", true}, {"all", true}, {"vmx", false}} {
-		t.Setenv(RequireEnv, tt.env)
-		if got := Required("vm"); got != tt.want {
-			t.Errorf("%s=%q: Required(vm) = %v, want %v", RequireEnv, tt.env, got, tt.want)
-		}
-	}
-}
-
 // TestGuestHangKilled boots a guest whose only step never ends: Run kills
 // qemu at its timeout and says so with the console's tail.
 func TestGuestHangKilled(t *testing.T) {
