@@ -220,7 +220,14 @@ func TestCPUSet(t *testing.T) {
 
 func TestGOMAXPROCSMatchesServer(t *testing.T) {
 	cpu := allowed(t)[0]
-	for _, b := range []Budget{{}, {CPUs: []int{cpu}}, {Cores: 0.5}, {CPUs: []int{cpu}, Cores: 0.5}} {
+	budgets := []Budget{{}, {CPUs: []int{cpu}}, {Cores: 0.5}, {CPUs: []int{cpu}, Cores: 0.5}}
+	if len(allowed(t)) >= 4 {
+		// Where a quota can lower GOMAXPROCS below the CPU count by more
+		// than the floor of 2 (the cgroup v2 guests of internal/vmtest
+		// have 4 vCPUs): Go rounds 2.5 cores up to 3.
+		budgets = append(budgets, Budget{Cores: 2.5})
+	}
+	for _, b := range budgets {
 		t.Run(b.String(), func(t *testing.T) {
 			pl := place(t, b)
 			cmd := childCmd("gomaxprocs")
@@ -326,8 +333,8 @@ func TestQuotaHalfCore(t *testing.T) {
 	}
 	// The cgroup's figure and the process's own agree: it was charged from
 	// its first instruction to its last.
-	if d := u.CPUSeconds - procCPU; d < -0.05 || d > 0.05 {
-		t.Errorf("cgroup CPU %.3fs vs rusage %.3fs: differ by more than 50 ms", u.CPUSeconds, procCPU)
+	if err := cgroupCPUAgrees(u.CPUSeconds, procCPU); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -455,9 +462,27 @@ func TestV2CloneInto(t *testing.T) {
 	procCPU := (st.UserTime() + st.SystemTime()).Seconds()
 	t.Logf("v2 %s: %+v, rusage CPU %.3fs", mount, u, procCPU)
 	// All of the child's CPU was charged to the cgroup.
-	if d := u.CPUSeconds - procCPU; u.CPUSeconds <= 0 || d < -0.05 || d > 0.05 {
-		t.Errorf("cgroup CPU %.3fs vs rusage %.3fs: want equal within 50 ms", u.CPUSeconds, procCPU)
+	if err := cgroupCPUAgrees(u.CPUSeconds, procCPU); u.CPUSeconds <= 0 || err != nil {
+		t.Errorf("cgroup CPU %.3fs: %v", u.CPUSeconds, err)
 	}
+}
+
+// cgroupCPUAgrees checks a cgroup's CPU time against its only process's
+// rusage from wait4. The cgroup may not have less (a process charged
+// elsewhere for its first instructions would show less) beyond 50 ms of
+// rounding. It may have a little more: wait4 can return once the child
+// has signalled its exit, before its last stretch on a CPU is accounted,
+// which the cgroup's figure, read later, includes. That stretch is short,
+// except where the CPU running it is itself descheduled by a busy host
+// (an emulated guest under load: 62 ms over 0.69 s seen on 6.1 under
+// TCG): up to 50 ms or 15% more passes.
+func cgroupCPUAgrees(cgroupCPU, rusageCPU float64) error {
+	d := cgroupCPU - rusageCPU
+	if d < -0.05 || d > max(0.05, 0.15*rusageCPU) {
+		return fmt.Errorf("cgroup CPU %.3fs vs rusage %.3fs: want at least the rusage (within 50 ms) and at most 50 ms or 15%% more",
+			cgroupCPU, rusageCPU)
+	}
+	return nil
 }
 
 // ours lists the cgroup directories this test process made that still

@@ -21,7 +21,7 @@ import (
 // that show cores=, mem=, cpus=, UseCgroupFD, memory.peak, GOMAXPROCS and
 // cleanup on pure cgroup v2.
 var guestBudgetTests = []string{
-	"TestCPUSet", "TestGOMAXPROCSMatchesServer", "TestQuotaHalfCore", "TestMemoryLimitKills",
+	"TestCPUSet", "TestGOMAXPROCSMatchesServer", "TestGOMAXPROCSMatchesServer/cores=2.5", "TestQuotaHalfCore", "TestMemoryLimitKills",
 	"TestMemoryPeakFromFirstInstruction", "TestChildInCgroupAndThreadsRestored", "TestV2CloneInto",
 	"TestCleanup", "TestNotRoot", "TestCheck", "TestAccounting", "TestConcurrentPlacements",
 }
