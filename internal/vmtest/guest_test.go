@@ -53,7 +53,7 @@ func TestCgroupV2Guest(t *testing.T) {
 				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl"}
 			}
 			writeInitramfs(t, img, bins, busybox, plan, withRun)
-			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 9 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
+			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 14 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
 			start := time.Now()
 			o, err := m.Run(context.Background(), img)
 			t.Logf("guest %s (%s): %.1fs from start to power-off", k.Series, k.Package, time.Since(start).Seconds())
@@ -83,13 +83,16 @@ var coldstartSteps = []Step{
 	{
 		Name: "coldstart-run",
 		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default,static",
-			"--budget", "cores=0.5;mem=64Mi", "-n", "5", "--results-dir", "/results"},
-		Dir: "/tmp", Timeout: 4 * time.Minute,
+			"--budget", "cores=0.5;mem=64Mi", "-n", "5", "--results-dir", "/results",
+			// Emulated, half a core, on a busy host: one warm-up start
+			// took 26 s (the first exec pages in the whole binary).
+			"--timeout", "2m"},
+		Dir: "/tmp", Timeout: 6 * time.Minute,
 	},
 	{
 		Name: "coldstart-interrupted",
 		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default",
-			"--budget", "cores=0.5,mem=64Mi", "-n", "1000", "--results-dir", "/results-interrupted"},
+			"--budget", "cores=0.5,mem=64Mi", "-n", "1000", "--results-dir", "/results-interrupted", "--timeout", "2m"},
 		Dir: "/tmp", Timeout: 2 * time.Minute,
 		// A server is running in its cgroup under /coldstart.
 		InterruptWhenPopulated: "/sys/fs/cgroup/coldstart",
@@ -137,7 +140,9 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 	// packages are in the build cache already; a CGO_ENABLED=0 build of
 	// its dependencies took 9 minutes here); AddBinary brings libc along.
 	b.coldstart = filepath.Join(dir, "coldstart")
-	goCmdEnv(t, nil, "build", "-o", b.coldstart, "./cmd/coldstart")
+	// -buildvcs=auto: the results' provenance names the commit (the guest
+	// has no git to ask), also where GOFLAGS turns stamping off.
+	goCmdEnv(t, nil, "build", "-buildvcs=auto", "-o", b.coldstart, "./cmd/coldstart")
 	// The arms as coldstart builds them (the default arm with cgo, as users
 	// get it: AddBinary brings its libc along), cached across runs.
 	b.arms = filepath.Join(dir, "arms")
@@ -291,6 +296,10 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 		GOMAXPROCS  int     `json:"gomaxprocs_predicted"`
 		Error       string  `json:"error"`
 		Kernel      string  `json:"kernel"`
+		CgroupMode  string  `json:"cgroup_mode"`
+		Commit      string  `json:"commit"`
+		Host        string  `json:"host"`
+		CPUModel    string  `json:"cpu_model"`
 	}
 	records := func(data []byte) []summary {
 		var out []summary
@@ -307,9 +316,10 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 	for _, s := range records(runFile) {
 		switch s.Kind {
 		case "provenance":
-			if s.Kernel != o.Info["kernel"] {
-				t.Errorf("results provenance kernel %q, want the guest's %q", s.Kernel, o.Info["kernel"])
+			if s.Kernel != o.Info["kernel"] || s.CgroupMode != "v2" {
+				t.Errorf("results provenance: kernel %q, cgroup mode %q; want the guest's %q, v2", s.Kernel, s.CgroupMode, o.Info["kernel"])
 			}
+			t.Logf("guest results provenance: commit %s, host %s, kernel %s, cgroup %s, CPU %s", s.Commit, s.Host, s.Kernel, s.CgroupMode, s.CPUModel)
 		case "summary":
 			got[s.Arm+" "+s.Budget] = s
 			t.Logf("guest summary: %-8s %-10s runs %d  median %.1f ms (%.1f..%.1f)  cgroup CPU %.1f ms  memory peak %d B  GOMAXPROCS %d",

@@ -221,7 +221,9 @@ func TestGuestHangKilled(t *testing.T) {
 	if err := r.WriteFile(img); err != nil {
 		t.Fatal(err)
 	}
-	timeout := 30 * time.Second
+	// Long enough to boot on a busy host (30 s was not, at load 27);
+	// the guest idles in sleep once it hangs.
+	timeout := 90 * time.Second
 	start := time.Now()
 	o, err := Machine{Kernel: kernels[0].Path, CPUs: 1, MemoryMiB: 256, Timeout: timeout}.Run(context.Background(), img)
 	took := time.Since(start)

@@ -73,6 +73,10 @@ func setup() error {
 			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.dir, err)
 		}
 	}
+	// Results written in the guest name it as their host.
+	if err := unix.Sethostname([]byte("vmtest-guest")); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
 	ctl, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")
 	if err != nil {
 		return err
