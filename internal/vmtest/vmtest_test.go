@@ -208,6 +208,7 @@ func TestQEMUMissing(t *testing.T) {
 // TestGuestHangKilled boots a guest whose only step never ends: Run kills
 // qemu at its timeout and says so with the console's tail.
 func TestGuestHangKilled(t *testing.T) {
+	t.Parallel() // mostly idle: overlaps the guest test's builds and boots
 	_, kernels, busybox := guestTools(t)
 	dir := t.TempDir()
 	initBin := filepath.Join(dir, "init")
