@@ -54,7 +54,7 @@ func TestCgroupV2Guest(t *testing.T) {
 				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl"}
 			}
 			writeInitramfs(t, img, bins, busybox, plan, withRun)
-			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 14 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
+			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 14 * time.Minute, SilenceTimeout: 4 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
 			start := time.Now()
 			o, err := m.Run(context.Background(), img)
 			t.Logf("guest %s (%s): %.1fs from start to power-off", k.Series, k.Package, time.Since(start).Seconds())

@@ -26,6 +26,10 @@ type Machine struct {
 	// Timeout bounds the run from start to power-off; a guest still running
 	// then is killed (0 = 10 minutes).
 	Timeout time.Duration
+	// SilenceTimeout kills a guest that printed nothing for this long
+	// once it has printed its first line (0 = only Timeout): a hang shows
+	// sooner than Timeout, however long a busy host takes to boot it.
+	SilenceTimeout time.Duration
 	// Console, when set, receives each console line as it arrives.
 	Console io.Writer
 	// Verbose prints the qemu command line to Console.
@@ -72,6 +76,8 @@ func (m Machine) Run(ctx context.Context, initramfs string) (*Outcome, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ctx, silenced := context.WithCancelCause(ctx)
+	defer silenced(nil)
 	cmd := exec.CommandContext(ctx, qemu, m.Args(initramfs)...)
 	cmd.Cancel = func() error { return cmd.Process.Kill() }
 	cmd.WaitDelay = 5 * time.Second
@@ -93,7 +99,16 @@ func (m Machine) Run(ctx context.Context, initramfs string) (*Outcome, error) {
 	p := newParser()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var silence *time.Timer
 	for sc.Scan() {
+		switch {
+		case m.SilenceTimeout <= 0:
+		case silence == nil:
+			silence = time.AfterFunc(m.SilenceTimeout, func() { silenced(errSilent) })
+			defer silence.Stop()
+		default:
+			silence.Reset(m.SilenceTimeout)
+		}
 		p.line(sc.Text())
 		if m.Console != nil {
 			fmt.Fprintln(m.Console, strings.TrimRight(sc.Text(), "\r"))
@@ -103,6 +118,8 @@ func (m Machine) Run(ctx context.Context, initramfs string) (*Outcome, error) {
 	o := &p.o
 	const tailLines = 40
 	switch {
+	case errors.Is(context.Cause(ctx), errSilent):
+		return o, fmt.Errorf("guest %s printed nothing for %v: killed as hung; console tail:\n%s", m.Kernel, m.SilenceTimeout, o.Tail(tailLines))
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return o, fmt.Errorf("guest %s still running after %v: killed; console tail:\n%s", m.Kernel, timeout, o.Tail(tailLines))
 	case ctx.Err() != nil:
@@ -116,6 +133,8 @@ func (m Machine) Run(ctx context.Context, initramfs string) (*Outcome, error) {
 	}
 	return o, nil
 }
+
+var errSilent = errors.New("guest console silent")
 
 // tail keeps the last 4 KiB written to it.
 type tail struct {
