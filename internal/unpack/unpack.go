@@ -167,7 +167,13 @@ func (u *unpacker) layer(ctx context.Context, r io.Reader) (Stats, error) {
 			st.Whiteouts++
 			continue
 		case strings.HasPrefix(base, whiteoutPrefix):
-			name := path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix))
+			target := strings.TrimPrefix(base, whiteoutPrefix)
+			if !plainName(target) {
+				// ".wh.." would whiteout the root's parent: the layer is
+				// hostile or broken, and nothing of it is applied further.
+				return st, fmt.Errorf("whiteout %s: %q is not a name in its directory", h.Name, target)
+			}
+			name := path.Join(dir, target)
 			if !written[name] {
 				if err := u.remove(name); err != nil {
 					return st, fmt.Errorf("whiteout %s: %w", h.Name, err)
@@ -375,6 +381,9 @@ func (u *unpacker) empty(dir string, keep map[string]bool) error {
 // removeAt removes name in directory dirfd and, for a directory, all below
 // it, never following a symlink.
 func removeAt(dirfd int, name string) error {
+	if !plainName(name) {
+		return fmt.Errorf("remove %q: not a name in its directory", name)
+	}
 	err := unix.Unlinkat(dirfd, name, 0)
 	if err == nil || errors.Is(err, unix.ENOENT) {
 		return nil
@@ -401,6 +410,12 @@ func removeAt(dirfd int, name string) error {
 		return fmt.Errorf("remove directory %s: %w", name, err)
 	}
 	return nil
+}
+
+// plainName reports whether name is one path component naming an entry of
+// its directory: not empty, ".", ".." or anything with a slash.
+func plainName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
 }
 
 // readDirNames lists directory name in dirfd without following a symlink.
