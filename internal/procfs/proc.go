@@ -8,11 +8,13 @@ package procfs
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +29,23 @@ const clockTicks = 100
 // testdata directory in tests.
 type Proc struct {
 	Root string
+}
+
+// ErrGone is returned when the process exited while it was read: its
+// /proc files are gone (ENOENT) or no longer readable (ESRCH, a zombie's
+// smaps_rollup). It is an os.ErrNotExist.
+var ErrGone = fmt.Errorf("process gone: %w", os.ErrNotExist)
+
+// readProcFile reads a /proc file, reporting a vanished process as ErrGone.
+func readProcFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("read %s: %w (%v)", path, ErrGone, err)
+		}
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // Host reads the machine's own /proc.
@@ -55,9 +74,9 @@ func (c CPUStat) Seconds() float64 {
 func (p Proc) CPU(pid int) (CPUStat, error) {
 	var c CPUStat
 	statPath := filepath.Join(p.Root, strconv.Itoa(pid), "stat")
-	b, err := os.ReadFile(statPath)
+	b, err := readProcFile(statPath)
 	if err != nil {
-		return c, fmt.Errorf("read %s: %w", statPath, err)
+		return c, err
 	}
 	_, fields, err := parseStat(string(b))
 	if err != nil {
@@ -134,9 +153,9 @@ func (p Proc) Mem(pid int) (Mem, error) {
 
 // scanKB reads "Key:   N kB" lines into the named fields, in bytes.
 func scanKB(path string, want map[string]*int64) error {
-	b, err := os.ReadFile(path)
+	b, err := readProcFile(path)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -211,4 +230,27 @@ func ParseCgroups(s string) map[string]string {
 		}
 	}
 	return out
+}
+
+// StartTime is process pid's start time after boot, in clock ticks
+// (field 22 of /proc/PID/stat): with the PID it names one process, since a
+// PID is reused only by a process started later.
+func (p Proc) StartTime(pid int) (uint64, error) {
+	statPath := filepath.Join(p.Root, strconv.Itoa(pid), "stat")
+	b, err := readProcFile(statPath)
+	if err != nil {
+		return 0, err
+	}
+	_, fields, err := parseStat(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", statPath, err)
+	}
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("parse %s: %d fields, want at least 22", statPath, len(fields)+2)
+	}
+	n, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s starttime %q: %w", statPath, fields[19], err)
+	}
+	return n, nil
 }

@@ -260,10 +260,10 @@ func TestCPUOfARealProcess(t *testing.T) {
 			t.Fatal("child did not exit in 10 s")
 		}
 		reads++
-		if _, err := Host.CPU(p.Pid); err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "parse") {
+		if _, err := Host.CPU(p.Pid); err != nil && !errors.Is(err, ErrGone) && !strings.Contains(err.Error(), "parse") {
 			t.Fatalf("CPU of an exiting process: %v", err)
 		}
-		if _, err := Host.Mem(p.Pid); err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "parse") {
+		if _, err := Host.Mem(p.Pid); err != nil && !errors.Is(err, ErrGone) && !strings.Contains(err.Error(), "parse") {
 			t.Fatalf("Mem of an exiting process: %v", err)
 		}
 	}
