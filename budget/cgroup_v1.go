@@ -32,6 +32,7 @@ type cgroupV1 struct {
 	// madeParents lists the parent directories Close tries to remove,
 	// deepest first (see parentsToRemove).
 	madeParents []string
+	owned       owned // the group's directories, in the run's state file
 }
 
 var _ cgroup = (*cgroupV1)(nil)
@@ -107,6 +108,11 @@ func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
 			c.removeDirs()
 		}
 	}()
+	for _, n := range c.subs {
+		if err := c.owned.add(c.dir(n)); err != nil {
+			return nil, fmt.Errorf("create cgroup %s: %w", c.name(), err)
+		}
+	}
 	hier := func() ([]cgroup1.Subsystem, error) { return subs, nil }
 	c.cg, err = cgroup1.New(cgroup1.StaticPath(c.group), res, cgroup1.WithHierarchy(hier))
 	if err != nil {
@@ -187,6 +193,7 @@ func (c *cgroupV1) delete() error {
 	if err := c.cg.Delete(); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
+	c.owned.forgetGone()
 	c.removeParents()
 	return nil
 }
@@ -197,6 +204,7 @@ func (c *cgroupV1) removeDirs() {
 	for _, n := range c.subs {
 		_ = unix.Rmdir(c.dir(n))
 	}
+	c.owned.forgetGone()
 	c.removeParents()
 }
 

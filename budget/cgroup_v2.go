@@ -29,6 +29,7 @@ type cgroupV2 struct {
 	group       string // /coldstart/<id>
 	m           *cgroup2.Manager
 	madeParents []string // deepest first
+	owned       owned    // the group's directory, in the run's state file
 }
 
 var _ cgroup = (*cgroupV2)(nil)
@@ -77,9 +78,13 @@ func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
 	defer func() {
 		if err != nil {
 			_ = unix.Rmdir(dir)
+			c.owned.forgetGone()
 			c.removeParent()
 		}
 	}()
+	if err := c.owned.add(dir); err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", c.name(), err)
+	}
 	c.m, err = cgroup2.NewManager(mount, c.group, res)
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", c.name(), err)
@@ -148,6 +153,7 @@ func (c *cgroupV2) delete() error {
 	if err := c.m.Delete(); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
+	c.owned.forgetGone()
 	c.removeParent()
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -127,7 +129,12 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	// cost, not the server's.
 	p.t0 = pl.Started()
 	p.started = time.Since(p.t0)
+	// Recorded in the run's state file as soon as its PID is known (its
+	// cgroup, when it has one, was recorded before the start), so that a
+	// SIGKILLed coldstart's server is found and stopped by the next run.
+	forget := recordProcess(cmd.Process.Pid)
 	go func() {
+		defer forget()
 		err := pl.Explain(cmd.Wait()) // names the memory limit when it killed the server
 		if err != nil {
 			err = fmt.Errorf("%w: %s: %v%s", ErrExited, s.Arm, err, tail.Quote())
@@ -261,4 +268,18 @@ func (t *TailBuffer) Quote() string {
 		return ""
 	}
 	return "; stderr:\n" + s
+}
+
+// recordProcess keeps pid (with its start time) in the run's state file
+// until the returned func says it was reaped.
+func recordProcess(pid int) (forget func()) {
+	start, err := procfs.Host.StartTime(pid)
+	if err != nil {
+		return func() {} // already gone
+	}
+	done, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Process, PID: pid, Start: start})
+	if err != nil {
+		return func() {}
+	}
+	return done
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/prober"
@@ -84,6 +85,8 @@ type Rootfs struct {
 	UnpackMs float64
 	// Bytes is the unpacked size of the regular files.
 	Bytes int64
+
+	forget func() // drops it from the run's state file once removed
 }
 
 // runcInstall is what to do when runc is missing.
@@ -155,8 +158,15 @@ func (r *Runc) Prepare(ctx context.Context, path string) (*Rootfs, error) {
 	if cf.OS != "" && cf.OS != "linux" {
 		return nil, fmt.Errorf("prepare image %s: image is for %s, not linux", path, cf.OS)
 	}
-	dir, err := os.MkdirTemp(r.workDir(), "coldstart-rootfs-"+d.Hex[:12]+"-")
+	// Named here, not by MkdirTemp, so that it is in the run's state file
+	// before it exists.
+	dir := filepath.Join(r.workDir(), "coldstart-rootfs-"+d.Hex[:12]+"-"+budget.NewID())
+	forget, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: dir})
 	if err != nil {
+		return nil, fmt.Errorf("prepare image %s: %w", path, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		forget()
 		return nil, fmt.Errorf("prepare image %s: %w", path, err)
 	}
 	// The rootfs itself is mode 0755 so that the image's non-root user can
@@ -172,7 +182,7 @@ func (r *Runc) Prepare(ctx context.Context, path string) (*Rootfs, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("prepare image %s: unpack into %s: %w", path, dir, err)
 	}
-	fs := &Rootfs{Image: path, Digest: d.String(), Dir: dir, Config: cf.Config, Bytes: n, UnpackMs: ms(time.Since(start))}
+	fs := &Rootfs{Image: path, Digest: d.String(), Dir: dir, Config: cf.Config, Bytes: n, UnpackMs: ms(time.Since(start)), forget: forget}
 	if r.rootfs == nil {
 		r.rootfs = map[string]*Rootfs{}
 	}
@@ -190,6 +200,8 @@ func (r *Runc) Close() error {
 	for k, fs := range r.rootfs {
 		if err := os.RemoveAll(fs.Dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove rootfs %s: %w", fs.Dir, err))
+		} else if fs.forget != nil {
+			fs.forget()
 		}
 		delete(r.rootfs, k)
 	}
@@ -226,6 +238,26 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 		done:   make(chan struct{}), cleaned: make(chan struct{}),
 		procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup", pidfd: -1,
 	}
+	// The bundle and the container go into the run's state file before
+	// they exist: a coldstart killed with SIGKILL leaves a record by which
+	// the next run deletes them.
+	forgetBundle, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: c.bundle})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+	}
+	forgetContainer, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Container, ID: c.id, Root: c.root, Runc: c.runc})
+	if err != nil {
+		forgetBundle()
+		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+	}
+	c.forget = func(deleted, removed bool) {
+		if deleted {
+			forgetContainer()
+		}
+		if removed {
+			forgetBundle()
+		}
+	}
 	c.t0 = time.Now()
 	if err := c.launch(ctx, s, fs); err != nil {
 		c.cleanup()
@@ -256,6 +288,7 @@ type container struct {
 	cleanOnce sync.Once
 	cleaned   chan struct{}
 	cleanErr  error
+	forget    func(deleted, removed bool) // drops them from the run's state file
 }
 
 func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
@@ -434,12 +467,18 @@ func (c *container) cleanup() {
 	c.cleanOnce.Do(func() {
 		defer close(c.cleaned)
 		var errs []error
+		deleted, removed := true, true
 		out, err := c.cmd("delete", "--force", c.id).CombinedOutput()
 		if err != nil && !strings.Contains(string(out), "does not exist") {
+			deleted = false
 			errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", c.id, err, strings.TrimSpace(string(out))))
 		}
 		if err := os.RemoveAll(c.bundle); err != nil {
+			removed = false
 			errs = append(errs, fmt.Errorf("remove bundle %s: %w", c.bundle, err))
+		}
+		if c.forget != nil {
+			c.forget(deleted, removed)
 		}
 		c.cleanErr = errors.Join(errs...)
 	})
