@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 )
 
 func newRootCmd() *cobra.Command {
@@ -13,6 +15,9 @@ starts each build as a fresh process many times and times spawn to first RPC ove
 fresh gRPC channel per probe, under the CPU and memory budgets your pods really get.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// What dead runs left is swept on first use of the state file;
+		// the sweep says what it removed here.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { leftovers.SweepLog = cmd.ErrOrStderr() },
 	}
 	root.AddCommand(
 		newBuildCmd(runBuild),
@@ -21,6 +26,7 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newDeployCmd(runDeploy),
 		newReportCmd(runReport),
 		newPullCmd(runPull),
+		newCleanCmd(runClean),
 	)
 	return root
 }
