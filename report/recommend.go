@@ -213,6 +213,7 @@ func (r *Report) Recommendations() []Recommendation {
 	}
 
 	densest := ""
+	var densestAlike []string
 	var densestCite cite
 	for _, c := range r.Campaigns {
 		if len(c.Density) < 2 {
@@ -226,6 +227,27 @@ func (r *Report) Recommendations() []Recommendation {
 			continue
 		}
 		densest = d.Arm
+		// The arms whose idle PSS is not told apart from the densest's
+		// (no significant difference of at least the minimum effect over
+		// the instances' samples) pack alike with it.
+		pss := map[string][]float64{}
+		for _, x := range c.DensitySamples {
+			if x.Budget == d.Budget && x.PSSBytes > 0 {
+				pss[x.Arm] = append(pss[x.Arm], float64(x.PSSBytes))
+			}
+		}
+		densestAlike = []string{d.Arm}
+		var alikeText []string
+		for _, x := range rows[1:] {
+			if len(pss[d.Arm]) == 0 || len(pss[x.Arm]) == 0 {
+				continue
+			}
+			cr := r.compare("arms", c.Label, "budget="+d.Budget, "idle_pss_bytes", x.Arm, d.Arm, pss[x.Arm], pss[d.Arm], stats.Neutral)
+			if !cr.Actionable {
+				densestAlike = append(densestAlike, x.Arm)
+				alikeText = append(alikeText, fmt.Sprintf("%s (%s/%s %s, p=%s)", x.Arm, x.Arm, d.Arm, ratioText(cr), pText(cr.PValue)))
+			}
+		}
 		var ct cite
 		ct.add(ds+" "+d.Arm+"/"+d.Budget, c.densityDoubt(d))
 		ct.add(ds+" "+w.Arm+"/"+w.Budget, c.densityDoubt(w))
@@ -236,15 +258,26 @@ func (r *Report) Recommendations() []Recommendation {
 		if d.RSSBytes > w.RSSBytes {
 			text += fmt.Sprintf("; RSS ranks them the other way (%s vs %s): RSS counts shared pages in full for every instance, PSS divides them", mib(d.RSSBytes), mib(w.RSSBytes))
 		}
+		if len(alikeText) > 0 {
+			text += fmt.Sprintf("; no difference worth acting on detected between %s and %s", d.Arm, strings.Join(alikeText, ", "))
+		}
 		out = append(out, ct.rec("%s", text))
 	}
 	if densest != "" && len(wins) > 0 {
 		var agree, differ []string
 		ct := densestCite
+		shared := func(arms []string) string {
+			for _, a := range densestAlike {
+				if contains(arms, a) {
+					return a
+				}
+			}
+			return ""
+		}
 		for _, w := range wins {
-			if contains(w.arms, densest) {
+			if a := shared(w.arms); a != "" {
 				agree = append(agree, w.budget+" ("+w.ref+")")
-				ct.add(w.ref+" "+densest+"/"+w.budget, "")
+				ct.add(w.ref+" "+a+"/"+w.budget, "")
 			} else {
 				differ = append(differ, strings.Join(w.arms, "/")+" under "+w.budget+" ("+w.ref+")")
 				for _, a := range w.arms {
@@ -253,7 +286,11 @@ func (r *Report) Recommendations() []Recommendation {
 			}
 		}
 		if len(differ) == 0 {
-			out = append(out, ct.rec("No trade-off: %s packs densest and starts fastest (or alike with the fastest) under every budget measured: %s", densest, strings.Join(agree, ", ")))
+			alike := ""
+			if len(densestAlike) > 1 {
+				alike = " (or alike with it: " + strings.Join(densestAlike[1:], ", ") + ")"
+			}
+			out = append(out, ct.rec("No trade-off: %s packs densest%s and starts fastest (or alike with the fastest) under every budget measured: %s", densest, alike, strings.Join(agree, ", ")))
 		} else {
 			out = append(out, ct.rec("Trade-off: %s packs densest, but the fastest start is %s; choose by what costs you more, first-request latency after scale-from-zero or idle memory", densest, strings.Join(differ, ", ")))
 		}
