@@ -31,6 +31,9 @@ type ArmsConfig struct {
 	// Engine names docker or podman to start it instead.
 	Runc   *launch.Runc
 	Engine string
+	// Images are prebuilt images measured as arms under runc, beside the
+	// built ones (--image).
+	Images []ImageArm
 }
 
 // Built is what BuildArms made.
@@ -69,7 +72,7 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		// Arms built elsewhere (no checkout needed): taken as the sample
 		// server's unless Args say how to start them.
 		sample = true
-	case src.Pkg == "" && src.Bin == "":
+	case src.Pkg == "" && src.Bin == "" && len(c.Arms) > 0:
 		s, err := builds.SampleSource()
 		if err != nil {
 			return out, err
@@ -129,6 +132,7 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		}
 		out.Arms = append(out.Arms, arm)
 	}
+	c.imageArms(ctx, &out, tmpl, envTmpl)
 	if len(out.Arms) == 0 {
 		return out, fmt.Errorf("no arm built: %w", out.Err())
 	}
