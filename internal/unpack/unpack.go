@@ -432,3 +432,21 @@ func readDirNames(dirfd int, name string) ([]string, error) {
 	}
 	return names, nil
 }
+
+// ReadFile reads the file name inside root (an unpacked image), resolving
+// every symlink on the way as if root were /: an image's /etc/passwd that
+// is a symlink to a host path reads the root's copy of that path, never
+// the host's.
+func ReadFile(root, name string) ([]byte, error) {
+	h, err := pathrs.OpenInRoot(root, name)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	f, err := pathrs.Reopen(h, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 16<<20))
+}

@@ -297,3 +297,24 @@ func TestCancel(t *testing.T) {
 		t.Errorf("Layer = %v, want context.Canceled", err)
 	}
 }
+
+// TestReadFile reads an image's /etc/passwd that is a symlink to a host
+// path: the root's copy of that path is read, not the host's.
+func TestReadFile(t *testing.T) {
+	h := newHostTree(t)
+	layer := h.stream(t, []entry{
+		{Type: tar.TypeSymlink, Name: "etc/passwd", Linkname: "HOST/file"},
+		{Type: tar.TypeReg, Name: "HOST/file", Body: "app:x:10001:10001::/:/nologin\n"},
+		{Type: tar.TypeSymlink, Name: "etc/group", Linkname: "../../../HOST/dir/victim"},
+	})
+	if _, err := Layer(context.Background(), h.Root, bytes.NewReader(layer), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadFile(h.Root, "/etc/passwd")
+	if err != nil || string(b) != "app:x:10001:10001::/:/nologin\n" {
+		t.Errorf("ReadFile(etc/passwd) = %q, %v; want the root's copy", b, err)
+	}
+	if b, err := ReadFile(h.Root, "etc/group"); err == nil {
+		t.Errorf("ReadFile(etc/group) = %q, want an error (its target is not in the root)", b)
+	}
+}
