@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/ociimage"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -62,7 +64,7 @@ func (a ImageArm) resolve(ctx context.Context, pullDir string, log io.Writer) (b
 	path := a.Source
 	if a.local() {
 		var err error
-		if img, err = builds.LoadImage(a.Source); err != nil {
+		if img, err = ociimage.Load(a.Source); err != nil {
 			return art, "", err
 		}
 		if fi, err := os.Stat(a.Source); err == nil && fi.IsDir() {
@@ -154,7 +156,7 @@ func (c ArmsConfig) imageArms(ctx context.Context, out *Built, tmpl, envTmpl pro
 		}
 		r := c.Runc
 		if r == nil {
-			r = &prober.Runc{}
+			r = &launch.Runc{}
 			out.closers = append(out.closers, r.Close)
 		}
 		if err := r.Check(); err != nil {

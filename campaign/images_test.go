@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -148,11 +149,11 @@ func thirdPartyImage(t *testing.T) v1.Image {
 // uidLauncher records the uid of each started server (from
 // /proc/PID/status) before handing the instance on.
 type uidLauncher struct {
-	prober.Launcher
+	launch.Launcher
 	uids *[]string
 }
 
-func (l uidLauncher) Launch(ctx context.Context, s prober.Spec) (prober.Instance, error) {
+func (l uidLauncher) Launch(ctx context.Context, s launch.Spec) (launch.Instance, error) {
 	inst, err := l.Launcher.Launch(ctx, s)
 	if err == nil {
 		*l.uids = append(*l.uids, procUID(inst.PID()))
