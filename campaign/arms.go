@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -34,6 +35,9 @@ type ArmsConfig struct {
 	// Images are prebuilt images measured as arms under runc, beside the
 	// built ones (--image).
 	Images []ImageArm
+	// RunAs starts the process arms as its user (nil = as coldstart);
+	// Built.Close closes it.
+	RunAs *runas.Stage
 }
 
 // Built is what BuildArms made.
@@ -65,6 +69,9 @@ func (b Built) Err() error { return errors.Join(b.Failed...) }
 // into an Arm that starts it.
 func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	var out Built
+	if c.RunAs != nil {
+		out.closers = append(out.closers, c.RunAs.Close)
+	}
 	src := c.Source
 	sample := false
 	switch {
@@ -109,6 +116,9 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		a := arts[i]
 		out.Artifacts = append(out.Artifacts, a)
 		arm := Arm{Name: name, Path: a.Path, Dir: c.Dir, SizeBytes: a.SizeBytes}
+		if c.RunAs != nil {
+			arm.Launcher = launch.AsUser{Stage: c.RunAs}
+		}
 		if name == builds.ImageArm {
 			l, path, err := c.imageLauncher(ctx, &out, a)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -90,7 +91,7 @@ const (
 func newTarget(tr Transport, fixed prober.Target, c prober.Checker) (prober.Target, func(), error) {
 	if tr == Unix && fixed.Address == "" {
 		if h, ok := c.(*prober.HTTP); !ok || h.Fixed.Address == "" {
-			dir, err := os.MkdirTemp("", "cs-")
+			dir, err := os.MkdirTemp(runas.TempDir(), "cs-") // reachable by a server run as another user
 			if err != nil {
 				return prober.Target{}, nil, fmt.Errorf("make socket dir: %w", err)
 			}

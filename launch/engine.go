@@ -173,8 +173,12 @@ func (e *Engine) runArgs(s Spec, image string) []string {
 		// does not; podman's default ulimits exceed what it may set here.
 		a = append(a, "--runtime", "runc", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
 	}
+	// Only the names: the engine reads the values from its own
+	// environment (runEnv), so they are neither in -v output nor in the
+	// command line ps shows other users.
 	for _, env := range s.Env {
-		a = append(a, "--env", env)
+		k, _, _ := strings.Cut(env, "=")
+		a = append(a, "--env", k)
 	}
 	if p := s.Target.Port(); p != "" {
 		a = append(a, "--env", "PORT="+p)
@@ -225,6 +229,7 @@ func (e *Engine) Launch(ctx context.Context, s Spec) (Instance, error) {
 		fmt.Fprintf(c.log, "+ %s\n", shellQuote(append([]string{c.bin}, args...)))
 	}
 	run := exec.Command(c.bin, args...)
+	run.Env = append(os.Environ(), s.Env...)
 	tail := &TailBuffer{Max: 4096}
 	run.Stdout, run.Stderr = io.Discard, tail
 	c.t0 = time.Now()

@@ -21,6 +21,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -85,6 +86,9 @@ type Process struct {
 	// files, namespaces, stdio): what the prebound and snapshot launchers
 	// add to a plain process.
 	Prepare func(cmd *exec.Cmd)
+	// Credential, when set, is the uid and gid the child drops to between
+	// fork and exec (nil = ours); AsUser sets it.
+	Credential *syscall.Credential
 }
 
 var _ Launcher = Process{}
@@ -109,7 +113,7 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	cmd.Stderr = tail
 	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
 	// alone and coldstart stops the server in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: l.Credential}
 	if l.Prepare != nil {
 		l.Prepare(cmd)
 	}
@@ -218,9 +222,19 @@ func envPrefix(s Spec) string {
 		b.WriteString("PORT=" + p + " ")
 	}
 	for _, e := range s.Env {
-		b.WriteString(shellQuote([]string{e}) + " ")
+		b.WriteString(shellQuote([]string{logEnv(e)}) + " ")
 	}
 	return b.String()
+}
+
+// logEnv is how -v shows one K=V of a server's environment: the values
+// coldstart sets itself (COLDSTART_*) as they are, any other value
+// redacted, since it may be a secret given with --env.
+func logEnv(e string) string {
+	if strings.HasPrefix(e, "COLDSTART_") {
+		return e
+	}
+	return provenance.RedactEnv(e)
 }
 
 func shellQuote(args []string) string {

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/unpack"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -158,31 +157,32 @@ func (r *Runc) Prepare(ctx context.Context, path string) (*Rootfs, error) {
 	if cf.OS != "" && cf.OS != "linux" {
 		return nil, fmt.Errorf("prepare image %s: image is for %s, not linux", path, cf.OS)
 	}
-	// Named here, not by MkdirTemp, so that it is in the run's state file
-	// before it exists.
-	dir := filepath.Join(r.workDir(), "coldstart-rootfs-"+d.Hex[:12]+"-"+budget.NewID())
-	forget, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: dir})
+	// The layers are untrusted: internal/unpack keeps every entry inside
+	// the rootfs. The rootfs (0755, so the image's user can reach into it
+	// once it is the container's /) sits in a directory only root enters
+	// (0700), so no host user reaches the image's files, set-id binaries
+	// included. That directory is named here, not by MkdirTemp, so that it
+	// is in the run's state file before it exists.
+	top := filepath.Join(r.workDir(), "coldstart-rootfs-"+d.Hex[:12]+"-"+budget.NewID())
+	forget, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: top})
 	if err != nil {
 		return nil, fmt.Errorf("prepare image %s: %w", path, err)
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err := os.Mkdir(top, 0o700); err != nil {
 		forget()
 		return nil, fmt.Errorf("prepare image %s: %w", path, err)
 	}
-	// The rootfs itself is mode 0755 so that the image's non-root user can
-	// reach into it (MkdirTemp makes 0700).
-	if err := os.Chmod(dir, 0o755); err != nil {
-		os.RemoveAll(dir)
+	dir := filepath.Join(top, "rootfs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		os.RemoveAll(top)
 		return nil, fmt.Errorf("prepare image %s: %w", path, err)
 	}
-	rc := mutate.Extract(img)
-	n, err := untar(ctx, rc, dir)
-	rc.Close()
+	st, err := unpack.Image(ctx, dir, img, unpack.Options{})
 	if err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(top)
 		return nil, fmt.Errorf("prepare image %s: unpack into %s: %w", path, dir, err)
 	}
-	fs := &Rootfs{Image: path, Digest: d.String(), Dir: dir, Config: cf.Config, Bytes: n, UnpackMs: ms(time.Since(start)), forget: forget}
+	fs := &Rootfs{Image: path, Digest: d.String(), Dir: dir, Config: cf.Config, Bytes: st.Bytes, UnpackMs: ms(time.Since(start)), forget: forget}
 	if r.rootfs == nil {
 		r.rootfs = map[string]*Rootfs{}
 	}
@@ -198,7 +198,7 @@ func (r *Runc) Close() error {
 	r.closed = true
 	var errs []error
 	for k, fs := range r.rootfs {
-		if err := os.RemoveAll(fs.Dir); err != nil {
+		if err := os.RemoveAll(filepath.Dir(fs.Dir)); err != nil {
 			errs = append(errs, fmt.Errorf("remove rootfs %s: %w", fs.Dir, err))
 		} else if fs.forget != nil {
 			fs.forget()
@@ -690,7 +690,7 @@ func imageUser(rootfs, u string) (specs.User, error) {
 	if n, err := strconv.ParseUint(user, 10, 32); err == nil {
 		out.UID = uint32(n)
 	} else {
-		uid, gid, ok := lookupID(filepath.Join(rootfs, "etc/passwd"), user)
+		uid, gid, ok := lookupID(rootfs, "etc/passwd", user)
 		if !ok {
 			return out, fmt.Errorf("image user %q: not numeric and not in the image's /etc/passwd", u)
 		}
@@ -700,7 +700,7 @@ func imageUser(rootfs, u string) (specs.User, error) {
 		if n, err := strconv.ParseUint(group, 10, 32); err == nil {
 			out.GID = uint32(n)
 		} else {
-			gid, _, ok := lookupID(filepath.Join(rootfs, "etc/group"), group)
+			gid, _, ok := lookupID(rootfs, "etc/group", group)
 			if !ok {
 				return out, fmt.Errorf("image user %q: group %q not numeric and not in the image's /etc/group", u, group)
 			}
@@ -710,10 +710,10 @@ func imageUser(rootfs, u string) (specs.User, error) {
 	return out, nil
 }
 
-// lookupID finds name in a passwd (name:x:uid:gid:...) or group
-// (name:x:gid:...) file, returning the third and fourth fields.
-func lookupID(path, name string) (uint32, uint32, bool) {
-	b, err := os.ReadFile(path)
+// lookupID finds name in the image's passwd (name:x:uid:gid:...) or
+// group (name:x:gid:...) file, returning the third and fourth fields.
+func lookupID(rootfs, file, name string) (uint32, uint32, bool) {
+	b, err := unpack.ReadFile(rootfs, file) // resolved inside the image: it may hold symlinks to host paths
 	if err != nil {
 		return 0, 0, false
 	}
@@ -733,102 +733,4 @@ func lookupID(path, name string) (uint32, uint32, bool) {
 		return uint32(a), uint32(g), true
 	}
 	return 0, 0, false
-}
-
-// untar writes a flattened image filesystem (mutate.Extract) into dir,
-// keeping modes and owners. Entries may not reach outside dir, also not
-// through a symlink the image itself placed. It returns the bytes of
-// regular files written.
-func untar(ctx context.Context, r io.Reader, dir string) (int64, error) {
-	tr := tar.NewReader(r)
-	var total int64
-	links := map[string]bool{} // symlinks written so far, relative to dir
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		h, err := tr.Next()
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-		rel := filepath.Clean("/" + h.Name)[1:]
-		if rel == "" {
-			continue
-		}
-		for p := filepath.Dir(rel); p != "." && p != "/"; p = filepath.Dir(p) {
-			if links[p] {
-				return total, fmt.Errorf("%s: path goes through symlink %s", h.Name, p)
-			}
-		}
-		target := filepath.Join(dir, rel)
-		mode := os.FileMode(h.Mode).Perm() | tarSpecialBits(h.Mode)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return total, err
-			}
-			if err := os.Chmod(target, mode); err != nil {
-				return total, err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return total, err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-			if err != nil {
-				return total, err
-			}
-			n, err := io.Copy(f, tr)
-			total += n
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return total, err
-			}
-			if err := os.Chmod(target, mode); err != nil {
-				return total, err
-			}
-		case tar.TypeSymlink:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return total, err
-			}
-			os.Remove(target)
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return total, err
-			}
-			links[rel] = true
-		case tar.TypeLink:
-			src := filepath.Join(dir, filepath.Clean("/" + h.Linkname)[1:])
-			os.Remove(target)
-			if err := os.Link(src, target); err != nil {
-				return total, err
-			}
-		default:
-			continue // devices and fifos: runc provides /dev
-		}
-		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
-			return total, err
-		}
-		if h.Typeflag != tar.TypeSymlink && mode&(os.ModeSetuid|os.ModeSetgid) != 0 {
-			_ = os.Chmod(target, mode) // chown clears set-id bits
-		}
-	}
-}
-
-func tarSpecialBits(m int64) os.FileMode {
-	var fm os.FileMode
-	if m&04000 != 0 {
-		fm |= os.ModeSetuid
-	}
-	if m&02000 != 0 {
-		fm |= os.ModeSetgid
-	}
-	if m&01000 != 0 {
-		fm |= os.ModeSticky
-	}
-	return fm
 }

@@ -34,6 +34,18 @@ var _ builds.ProfileCollector = Collect
 // debug listener ($COLDSTART_DEBUG_ADDR). Spawned command lines go to log
 // (nil = nowhere).
 func Collect(ctx context.Context, bin builds.Artifact, secs int, log io.Writer) ([]byte, builds.ProfileNote, error) {
+	return collect(ctx, launch.Process{}, bin, secs, log)
+}
+
+// CollectWith is Collect with the server started by l (launch.AsUser: as
+// the user the measured servers run as).
+func CollectWith(l launch.Launcher) builds.ProfileCollector {
+	return func(ctx context.Context, bin builds.Artifact, secs int, log io.Writer) ([]byte, builds.ProfileNote, error) {
+		return collect(ctx, l, bin, secs, log)
+	}
+}
+
+func collect(ctx context.Context, launcher launch.Launcher, bin builds.Artifact, secs int, log io.Writer) ([]byte, builds.ProfileNote, error) {
 	note := builds.ProfileNote{Server: bin.Path, Package: bin.Package, Arm: "default, with the debug hook", GoVersion: bin.GoVersion, DurationS: float64(secs)}
 	target, err := prober.FreeTCP()
 	if err != nil {
@@ -43,7 +55,7 @@ func Collect(ctx context.Context, bin builds.Artifact, secs int, log io.Writer) 
 	if err != nil {
 		return nil, note, err
 	}
-	inst, err := launch.Process{}.Launch(ctx, launch.Spec{
+	inst, err := launcher.Launch(ctx, launch.Spec{
 		Arm:    "pgo-collect",
 		Path:   bin.Path,
 		Env:    []string{"COLDSTART_DEBUG_ADDR=" + debug.Address},

@@ -17,6 +17,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -492,7 +493,7 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		}
 	}
 	if usesSocket(a.Args) {
-		dir, err := os.MkdirTemp("", "st-")
+		dir, err := os.MkdirTemp(runas.TempDir(), "st-") // reachable by a server run as another user
 		if err != nil {
 			return nil, fmt.Errorf("arm %s: make socket dir: %w", a.Name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/pgocollect"
 	"github.com/coldstart-go/coldstart/prober"
@@ -38,6 +39,22 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 	if err != nil {
 		return campaign.Built{}, err
 	}
+	if len(o.Images) > 0 && !o.armsChanged {
+		arms = nil // --image alone: only the images
+	}
+	var images []campaign.ImageArm
+	for _, s := range o.Images {
+		ia, err := campaign.ParseImageArm(s)
+		if err != nil {
+			return campaign.Built{}, err
+		}
+		images = append(images, ia)
+	}
+	user, err := runas.Parse(o.RunAs)
+	if err != nil {
+		return campaign.Built{}, err
+	}
+	stage := runas.NewStage(user) // closed by Built.Close
 	level := builds.UPXLevel("")
 	if err := level.Set(o.UPXLevel); err != nil {
 		return campaign.Built{}, fmt.Errorf("--upx-level: %w", err)
@@ -46,12 +63,12 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 		Source: builds.Source{Pkg: o.Pkg, Bin: o.Bin},
 		Arms:   arms,
 		Build: builds.Options{
-			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.Collect,
+			UPXLevel: level, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.CollectWith(launch.AsUser{Stage: stage}),
 			Instrument: o.Instrument, Progress: o.progress(), Verbose: o.Verbose,
 			Prebuilt: o.Prebuilt,
 		},
 		Args: o.ServerArgs, Env: o.Env, Dir: o.Dir, Transport: campaign.Transport(transport),
-		Engine: o.Runtime,
+		Engine: o.Runtime, Images: images, RunAs: stage,
 	}
 	built, err := campaign.BuildArms(ctx, cfg)
 	if err == nil {

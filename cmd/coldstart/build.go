@@ -15,6 +15,8 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/runas"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/pgocollect"
 )
 
@@ -141,6 +143,14 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		}
 		src = s
 	}
+	// A pgo profile is collected by running the server: as the unprivileged
+	// user coldstart run would use (65532 when root).
+	user, uerr := runas.Parse("")
+	if uerr != nil {
+		return uerr
+	}
+	stage := runas.NewStage(user)
+	defer stage.Close()
 	bo := builds.Options{
 		CacheDir:       o.CacheDir,
 		NoCache:        o.NoCache,
@@ -148,7 +158,7 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		UPXLevel:       o.UPXLevel,
 		PGOProfile:     o.PGOProfile,
 		PGODuration:    o.PGODuration,
-		CollectProfile: pgocollect.Collect,
+		CollectProfile: pgocollect.CollectWith(launch.AsUser{Stage: stage}),
 		Instrument:     o.Instrument,
 		Verbose:        o.Verbose,
 	}

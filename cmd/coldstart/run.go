@@ -212,4 +212,5 @@ func (o *serverOptions) setArgs(cmd *cobra.Command, args []string) {
 		o.Pkg = args[0]
 	}
 	o.extraPositional = args
+	o.armsChanged = cmd.Flags().Changed("arms")
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -42,8 +44,15 @@ type serverOptions struct {
 	// the snapshot's warm-up calls.
 	StartFrom      string
 	SnapshotWarmup int
+	// Safety (issue 20): who process arms run as, prebuilt images as arms,
+	// secrets kept out of what is written.
+	RunAs         string
+	Images        []string
+	SecretRequest bool
+	HashSecrets   bool
 
 	extraPositional []string
+	armsChanged     bool
 }
 
 func (o *serverOptions) defaults() {
@@ -78,6 +87,10 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every spawned command line to stderr")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.StringVar(&o.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when coldstart is root, else yourself)")
+	f.StringArrayVar(&o.Images, "image", nil, "NAME=LAYOUT|TARBALL|REF: a prebuilt image measured as arm NAME under runc (repeatable; without --arms, only the images)")
+	f.BoolVar(&o.SecretRequest, "secret-request", false, "the --probe-request body is a secret: never written to results, reports or -v output")
+	f.BoolVar(&o.HashSecrets, "hash-secrets", false, "write a keyed hash beside each redacted secret, so runs with different values can be told apart")
 }
 
 func (o *serverOptions) validate() error {
@@ -117,7 +130,15 @@ func (o *serverOptions) validate() error {
 	}
 	for _, e := range o.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return fmt.Errorf("--env: %q, want K=V", e)
+			return fmt.Errorf("--env: %q, want K=V", provenance.RedactEnv(e))
+		}
+	}
+	if _, err := runas.Parse(o.RunAs); err != nil {
+		return err
+	}
+	for _, s := range o.Images {
+		if _, err := campaign.ParseImageArm(s); err != nil {
+			return err
 		}
 	}
 	return nil

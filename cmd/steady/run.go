@@ -16,6 +16,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/pgocollect"
@@ -71,6 +72,9 @@ type runOptions struct {
 	Soak         time.Duration
 	SoakInterval time.Duration
 	WindowLimit  time.Duration
+	RunAs        string // --run-as: who the servers run as
+	stage        *runas.Stage
+	HashSecrets  bool // --hash-secrets (read by provenance from the command line)
 
 	positional []string
 	cfg        steady.Config // filled by validate
@@ -182,6 +186,8 @@ verdict: stable or drifting.`,
 	f.DurationVar(&o.Soak, "soak", 0, "soak: one open-loop --rate for this long, a row per --soak-interval, then RSS and p99 trends (0 = no soak)")
 	f.DurationVar(&o.SoakInterval, "soak-interval", o.SoakInterval, "soak: length of each row")
 	f.DurationVar(&o.WindowLimit, "window-limit", o.WindowLimit, "longest a closed-loop window may run, whatever --calls")
+	f.StringVar(&o.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when steady is root, else yourself)")
+	f.BoolVar(&o.HashSecrets, "hash-secrets", false, "write a keyed hash beside each redacted secret, so runs with different values can be told apart")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
@@ -218,8 +224,11 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	}
 	for _, e := range o.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return fmt.Errorf("--env: %q, want K=V", e)
+			return fmt.Errorf("--env: %q, want K=V", provenance.RedactEnv(e))
 		}
+	}
+	if _, err := runas.Parse(o.RunAs); err != nil {
+		return err
 	}
 	for _, p := range strings.Split(o.Protocols, ",") {
 		c.Protocols = append(c.Protocols, steady.Protocol(strings.TrimSpace(p)))
@@ -379,6 +388,13 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	user, err := runas.Parse(o.RunAs)
+	if err != nil {
+		return err
+	}
+	o.stage = runas.NewStage(user)
+	defer o.stage.Close()
+	cfg.Launcher = launch.AsUser{Stage: o.stage} // the image arm keeps runc
 	var failed error
 	if len(cfg.Arms) == 0 && cfg.Target == nil {
 		arms, ferr, closeArms, err := o.buildArms(ctx, rf)
@@ -443,7 +459,7 @@ func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms [
 	if o.Verbose {
 		progress = os.Stderr
 	}
-	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.Collect, Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
+	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.CollectWith(launch.AsUser{Stage: o.stage}), Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
 	arts, errs := builds.BuildAll(ctx, src, names, bo)
 	var runc *launch.Runc
 	var fails []error

@@ -143,7 +143,7 @@ type Stage struct {
 }
 
 // NewStage returns an empty Stage for u; it makes its directory (under
-// os.TempDir) on first use.
+// TempDir) on first use.
 func NewStage(u User) *Stage { return &Stage{u: u} }
 
 // User is who the Stage stages for.
@@ -164,7 +164,7 @@ func (s *Stage) Binary(path string) (string, error) {
 		return c, nil
 	}
 	if s.dir == "" {
-		d, err := os.MkdirTemp("", "coldstart-bin-")
+		d, err := os.MkdirTemp(TempDir(), "coldstart-bin-")
 		if err != nil {
 			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
 		}
@@ -243,6 +243,9 @@ func HandOver(dir string, u User, log io.Writer) error {
 	if !ok {
 		return errors.New("socket directory: no owner information")
 	}
+	if !othersCanEnter(filepath.Dir(dir)) {
+		return fmt.Errorf("socket directory %s: uid %d, whom the server runs as, cannot reach it (a directory above it is closed to others): put it under %s, use TCP, or --run-as root", dir, u.UID, TempDir())
+	}
 	if st.Uid == u.UID || fi.Mode().Perm()&0o002 != 0 {
 		return nil
 	}
@@ -256,4 +259,37 @@ func HandOver(dir string, u User, log io.Writer) error {
 		return fmt.Errorf("socket directory %s: hand it to uid %d: %w", dir, u.UID, err)
 	}
 	return nil
+}
+
+// TempDir is where coldstart makes what a server run as another user must
+// reach (its binary's copy, its socket's directory): os.TempDir() when
+// coldstart is not root or when every directory on the way to it lets
+// others pass, else /tmp (a private $TMPDIR, such as a test's, would lock
+// the server out).
+func TempDir() string {
+	d := os.TempDir()
+	if os.Geteuid() != 0 || othersCanEnter(d) {
+		return d
+	}
+	return "/tmp"
+}
+
+// othersCanEnter reports whether every directory from / to dir has the
+// search bit for others.
+func othersCanEnter(dir string) bool {
+	p, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	for {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return true
+		}
+		p = parent
+	}
 }

@@ -154,7 +154,11 @@ func TestHandOver(t *testing.T) {
 		t.Errorf("log %q does not show the chown", log.String())
 	}
 	// Somebody else's directory is refused, with what to do.
-	other := t.TempDir()
+	other, err := os.MkdirTemp("", "runas-other-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(other)
 	os.Chown(other, 1234, 1234)
 	os.Chmod(other, 0o755)
 	if err := HandOver(other, u, nil); err == nil || !strings.Contains(err.Error(), "--run-as root") {
