@@ -16,8 +16,8 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/noise"
-	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/internal/runas"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
