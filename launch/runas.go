@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/coldstart-go/coldstart/internal/pagecache"
 	"github.com/coldstart-go/coldstart/internal/runas"
 )
 
@@ -42,4 +43,14 @@ func (l AsUser) Launch(ctx context.Context, s Spec) (Instance, error) {
 	p := l.Process
 	p.Credential = u.Credential()
 	return p.Launch(ctx, s)
+}
+
+// CacheFiles lists what starting path reads: the copy the user runs (made
+// now if need be) and the shared libraries it loads, for --page-cache cold.
+func (l AsUser) CacheFiles(ctx context.Context, path string) ([]string, error) {
+	p, err := l.Stage.Binary(path)
+	if err != nil {
+		return nil, err
+	}
+	return pagecache.Files(p)
 }
