@@ -20,6 +20,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 )
 
 // DefaultUID and DefaultGID are who servers run as when coldstart is root
@@ -138,6 +141,7 @@ type Stage struct {
 	u      User
 	mu     sync.Mutex
 	dir    string
+	forget func()            // drops dir from the run's state file
 	copies map[string]string // original path -> copy
 	closed bool
 }
@@ -164,15 +168,23 @@ func (s *Stage) Binary(path string) (string, error) {
 		return c, nil
 	}
 	if s.dir == "" {
-		d, err := os.MkdirTemp(TempDir(), "coldstart-bin-")
+		// Named here and recorded before it exists, so that a run killed
+		// with SIGKILL leaves it to the next run's sweep (coldstart clean).
+		d := filepath.Join(TempDir(), "coldstart-bin-"+budget.NewID())
+		forget, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: d})
 		if err != nil {
 			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
 		}
-		if err := os.Chmod(d, 0o711); err != nil {
-			os.RemoveAll(d)
+		if err := os.Mkdir(d, 0o711); err != nil {
+			forget()
 			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
 		}
-		s.dir, s.copies = d, map[string]string{}
+		if err := os.Chmod(d, 0o711); err != nil { // past the umask
+			os.RemoveAll(d)
+			forget()
+			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
+		}
+		s.dir, s.forget, s.copies = d, forget, map[string]string{}
 	}
 	sub := filepath.Join(s.dir, strconv.Itoa(len(s.copies)))
 	if err := os.Mkdir(sub, 0o711); err != nil {
@@ -220,6 +232,9 @@ func (s *Stage) Close() error {
 		return nil
 	}
 	err := os.RemoveAll(s.dir)
+	if err == nil {
+		s.forget()
+	}
 	s.dir, s.copies = "", nil
 	if err != nil {
 		return fmt.Errorf("remove staged binaries: %w", err)
