@@ -38,6 +38,11 @@ type Arm struct {
 	// checkpoint listens where the dumped server did); zero = a fresh
 	// address per instance.
 	Target prober.Target
+	// Stderr, when set, also gets the server's stderr as it is written
+	// (coldstart explain reads the init trace from it); Started, when set,
+	// is told of each instance as soon as it is launched.
+	Stderr  io.Writer
+	Started func(launch.Instance)
 }
 
 // fixedTarget is a's own fixed address, else the campaign's.
@@ -70,7 +75,7 @@ func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log
 	}
 	return a.launcher().Launch(ctx, launch.Spec{
 		Arm: a.Name, Path: a.Path, Args: args, Env: env, Dir: a.Dir,
-		Target: t, Budget: b, ID: budget.NewID(), Log: log,
+		Target: t, Budget: b, ID: budget.NewID(), Log: log, Stderr: a.Stderr,
 	})
 }
 

@@ -46,6 +46,13 @@ type ColdStart struct {
 	// Noise, when set, gets what else the machine did during each round
 	// (every arm under every budget once), scoped "round N".
 	Noise func(Noise) error
+	// KeepGoing: an arm whose probe fails is left out of the later rounds
+	// and the others go on; Run returns their summaries with the failures
+	// joined (false = the first failure ends the campaign).
+	KeepGoing bool
+	// Polls are platform readiness-poll intervals whose delay each summary
+	// reports (nil = none); see Polled.
+	Polls []PollInterval
 }
 
 // Noise is what else the machine did during one round of a campaign
@@ -86,6 +93,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	defer procfs.Host.PinSelf(all) // leave this process as we found it
 
 	samples := map[key][]prober.Sample{}
+	failed := map[string]error{}
 	for run := 0; run <= c.Runs; run++ {
 		snap, nerr := noise.Host.Take()
 		for _, b := range budgets {
@@ -97,6 +105,9 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				return nil, fmt.Errorf("pin prober to CPUs %s: %w", budget.FormatCPUList(pcpus), err)
 			}
 			for _, a := range c.Arms {
+				if failed[a.Name] != nil {
+					continue
+				}
 				s, err := c.probeOnce(ctx, a, b, checker, all, run == 0)
 				s.Run, s.Warmup = run, run == 0
 				if rerr := record(s); rerr != nil {
@@ -106,7 +117,11 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 					fmt.Fprintf(c.Progress, "run %d/%d  %-8s %-12s %s\n", run, c.Runs, a.Name, b, progressNote(s, err))
 				}
 				if err != nil {
-					return nil, err
+					if !c.KeepGoing || ctx.Err() != nil {
+						return nil, err
+					}
+					failed[a.Name] = err
+					continue
 				}
 				if run > 0 {
 					k := key{a.Name, b.String()}
@@ -141,10 +156,15 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 			if c.PageCache == Cold {
 				sum.PageCache = string(Cold)
 			}
+			sum.Polls = Polled(samples[key{a.Name, b.String()}], c.Polls)
 			out = append(out, sum)
 		}
 	}
-	return out, nil
+	var errs []error
+	for _, a := range c.Arms {
+		errs = append(errs, failed[a.Name])
+	}
+	return out, errors.Join(errs...)
 }
 
 type key struct{ arm, budget string }
@@ -202,6 +222,9 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	if err != nil {
 		return s, err
 	}
+	if a.Started != nil {
+		a.Started(inst)
+	}
 	defer func() {
 		// Stop even when ctx is cancelled: a fresh context bounds the stop.
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -229,7 +252,7 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 		}
 		return s, werr
 	}
-	s.FirstRPCMs = ms(r.FirstRPC)
+	s.FirstRPCMs, s.ReadyAttemptMs = ms(r.FirstRPC), ms(r.ReadyAttempt)
 	// Read the server's figures at once: they belong to the moment of first RPC.
 	// A reading that fails stays nil (JSON null): missing, never a 0 that
 	// would enter the medians.

@@ -46,6 +46,9 @@ type Spec struct {
 	// Log, when set, gets each spawned command line (-v), so a run can be
 	// replayed by hand.
 	Log io.Writer
+	// Stderr, when set, also gets the server's stderr as it is written
+	// (besides the tail kept for errors). Plain processes only.
+	Stderr io.Writer
 }
 
 // Instance is one running server.
@@ -111,6 +114,9 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	tail := &TailBuffer{Max: 4096}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = tail
+	if s.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(tail, s.Stderr)
+	}
 	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
 	// alone and coldstart stops the server in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: l.Credential}

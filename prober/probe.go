@@ -111,8 +111,12 @@ func (o WaitOptions) withDefaults() WaitOptions {
 type Readiness struct {
 	Phases   []Phase // accepting, first_answer, first_rpc (launcher phases not included)
 	FirstRPC time.Duration
-	Attempts int    // readiness attempts made (connects and RPCs)
-	LastNote string // the last not-ready detail seen
+	// ReadyAttempt is when the successful attempt's RPC started, from T0:
+	// the server was ready by then, and that one RPC took FirstRPC −
+	// ReadyAttempt.
+	ReadyAttempt time.Duration
+	Attempts     int    // readiness attempts made (connects and RPCs)
+	LastNote     string // the last not-ready detail seen
 }
 
 // ErrNotReady is returned when a server does not become ready in time.
@@ -153,6 +157,7 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 			accepting = true
 			r.Phases = append(r.Phases, Phase{Name: PhaseAccepting, Ms: ms(time.Since(t0))})
 		}
+		began := time.Since(t0)
 		actx, acancel := context.WithTimeout(ctx, o.Attempt)
 		a, err := c.Check(actx, t)
 		acancel()
@@ -167,7 +172,7 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 			r.Phases = append(r.Phases, Phase{Name: PhaseFirstReply, Ms: ms(now)})
 		}
 		if a.Ready {
-			r.FirstRPC = now
+			r.FirstRPC, r.ReadyAttempt = now, began
 			r.Phases = append(r.Phases, Phase{Name: PhaseFirstRPC, Ms: ms(now)})
 			return r, nil
 		}

@@ -30,7 +30,11 @@ type Sample struct {
 	Warmup bool   `json:"warmup"` // excluded from summaries
 	// FirstRPCMs is spawn to first ready RPC, in milliseconds.
 	FirstRPCMs float64 `json:"first_rpc_ms"`
-	Phases     []Phase `json:"phases"`
+	// ReadyAttemptMs is when the successful readiness RPC started (the
+	// server was ready by then); FirstRPCMs − ReadyAttemptMs is how long
+	// that one RPC took.
+	ReadyAttemptMs float64 `json:"ready_attempt_ms,omitempty"`
+	Phases         []Phase `json:"phases"`
 	// StartupCPUMs is the server's utime+stime (all threads) at first RPC;
 	// RSSBytes and PSSBytes its memory then. nil (JSON null) when the
 	// reading failed: a missing reading, never a made-up 0.

@@ -55,6 +55,9 @@ type Summary struct {
 	// PageCache is "cold" when the arm's files were evicted from the page
 	// cache before every start ("" = left warm).
 	PageCache string `json:"page_cache,omitempty"`
+	// Polls is when a platform polling readiness at each interval would
+	// first have seen the server ready (coldstart run --poll-interval).
+	Polls []Poll `json:"polls,omitempty" render:"-"`
 }
 
 // Summarize reduces counted samples to medians and a range, at 95%

@@ -97,6 +97,8 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 	}
 	r.pullSection(m, plots)
 	r.soakSection(m, plots)
+	r.pollSection(m)
+	r.explainSection(m, plots)
 	if r.has(func(c *Campaign) bool { return len(c.Crosscheck) > 0 }) {
 		m.p("## Prober accuracy\n\n")
 		for _, c := range r.Campaigns {

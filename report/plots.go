@@ -70,6 +70,17 @@ func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
 				return out, err
 			}
 		}
+		if len(c.Traces) > 0 {
+			p, ok, err := explainPlot(c)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				if err := save(p, c, "explain", "phases", "start-up phases per arm ("+c.Label+")"); err != nil {
+					return out, err
+				}
+			}
+		}
 		if len(c.Pull) > 0 {
 			ps, err := pullPlots(c)
 			if err != nil {

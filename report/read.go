@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/record"
@@ -151,6 +152,10 @@ type Campaign struct {
 	// --soak`, report/soak.go).
 	Soak          []SoakRow
 	SoakSummaries []SoakSummary
+	// Traces and ExplainModules are `coldstart explain`'s traced starts
+	// and each arm's build info (report/explain.go).
+	Traces         []explain.Trace
+	ExplainModules []ExplainModules
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -337,6 +342,10 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Soak)
 		case kind == SoakSummaryKind:
 			err = add(line, &c.SoakSummaries)
+		case kind == TraceKind:
+			err = add(line, &c.Traces)
+		case kind == ExplainModulesKind:
+			err = add(line, &c.ExplainModules)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue

@@ -103,3 +103,15 @@ else
 	install -m 0755 "$src/criu/criu" /usr/local/sbin/criu
 	echo "setup: installed criu ${criu_version} as /usr/local/sbin/criu" >&2
 fi
+
+# --- fortio (explain's tests) --------------------------------------------------
+# fortio v1.68.2 (the newest whose CLI the module proxy here serves): a server
+# coldstart's tests did not write, whose inits coldstart explain attributes.
+# go install keeps it in $(go env GOPATH)/bin; about 2 minutes once, then 0 s.
+fortio_bin="$(go env GOPATH)/bin/fortio"
+if [ -x "$fortio_bin" ] && [ "$("$fortio_bin" version 2>/dev/null)" = 1.68.2 ]; then
+	echo "setup: fortio 1.68.2 is present" >&2
+else
+	echo "setup: installing fortio v1.68.2 into $fortio_bin" >&2
+	go install fortio.org/fortio@v1.68.2
+fi

@@ -27,6 +27,7 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newReportCmd(runReport),
 		newPullCmd(runPull),
 		newCleanCmd(runClean),
+		newExplainCmd(runExplain),
 	)
 	return root
 }

@@ -30,6 +30,7 @@ type runOptions struct {
 	PinProber  string
 	PinServer  string
 	Budgets    string
+	Polls      string
 	// --on knative
 	On         string
 	Namespace  string
@@ -78,6 +79,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
+	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
@@ -124,6 +126,9 @@ func (o *runOptions) validate() error {
 	if _, err := o.fixedAddr(); err != nil {
 		return err
 	}
+	if _, err := campaign.ParsePollIntervals(o.Polls); err != nil {
+		return fmt.Errorf("--poll-interval: %w", err)
+	}
 	return nil
 }
 
@@ -169,8 +174,12 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 		Progress: o.progress(), Log: o.log(), Confidence: o.Confidence,
 		Noise: func(n campaign.Noise) error { return rf.Add("noise", n) },
 	}
+	c.Polls, _ = campaign.ParsePollIntervals(o.Polls)
 	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
-	return finish(w, o.Output, rf, "summary", sums, err, built)
+	if err := finish(w, o.Output, rf, "summary", sums, err, built); err != nil || len(c.Polls) == 0 {
+		return err
+	}
+	return writePolls(w, o.Output, sums)
 }
 
 // finish ends a campaign: it records its summary rows (also those of an

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -27,11 +30,22 @@ func TestMain(m *testing.M) {
 // end against real servers, checking exit status, stdout and stderr.
 // $TESTSERVER is internal/testservers' multi-mode server; $MODROOT is this
 // checkout, so the bundled sample server builds (and is cached) as usual.
+// gobin is where go install puts commands.
+func gobin() string {
+	if b, err := exec.Command("go", "env", "GOBIN").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b))
+	}
+	b, _ := exec.Command("go", "env", "GOPATH").Output()
+	gp, _, _ := strings.Cut(string(bytes.TrimSpace(b)), string(os.PathListSeparator))
+	return filepath.Join(gp, "bin")
+}
+
 func TestScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end scripts build and start real servers; skipped in -short mode")
 	}
 	ts := testservers.Build(t)
+	slowinit := testservers.BuildPackage(t, "internal/testservers/slowinit")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +55,15 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("TESTSERVER", ts)
 			env.Setenv("MODROOT", root)
+			env.Setenv("SLOWINIT", slowinit)
 			for _, k := range []string{"HOME", "XDG_CACHE_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "GOFLAGS", "GOPROXY", "PATH"} {
 				if v, ok := os.LookupEnv(k); ok {
 					env.Setenv(k, v)
 				}
 			}
+			// Tools go install put here (fortio, by scripts/setup.sh).
+			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+gobin())
+			env.Setenv("FORTIO", filepath.Join(gobin(), "fortio"))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

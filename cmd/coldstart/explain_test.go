@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/coldstart-go/coldstart/explain"
+	"github.com/coldstart-go/coldstart/internal/render"
+)
+
+func TestExplainFlags(t *testing.T) {
+	base := func(mod func(*explainOptions)) explainOptions {
+		o := explainOptions{serverOptions: defaultServerOptions(), Runs: 10, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max", Top: 10}
+		o.Arms = "default,static,upx"
+		if mod != nil {
+			mod(&o)
+		}
+		return o
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		want    explainOptions
+		wantErr string
+	}{
+		{name: "defaults", want: base(nil)},
+		{name: "bin arms top and template",
+			args: []string{"--bin", "/bin/true", "--arms", "default,upx", "-n", "4", "--top", "3", "-o", "markdown", "--", "server", "-grpc-port", "{addr}"},
+			want: base(func(o *explainOptions) {
+				o.Bin, o.Arms, o.Runs, o.Top, o.Output, o.ServerArgs = "/bin/true", "default,upx", 4, 3, render.Markdown, []string{"server", "-grpc-port", "{addr}"}
+			})},
+		{name: "image refused", args: []string{"--arms", "static,image"}, wantErr: "--arms: image: explain reads the init trace"},
+		{name: "unknown arm", args: []string{"--arms", "gcc"}, wantErr: `--arms`},
+		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "zero top", args: []string{"--top", "0"}, wantErr: "--top: 0, want at least 1"},
+		{name: "bad budget", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
+		{name: "two packages", args: []string{"./a", "./b"}, wantErr: "want at most one PKG"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := parseFlags(t, "explain", newExplainCmd, tt.args, tt.wantErr)
+			if tt.wantErr != "" {
+				return
+			}
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(explainOptions{}), cmpopts.IgnoreUnexported(serverOptions{})); diff != "" {
+				t.Errorf("explain %q options (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+// The printed report from fixed input: every section titled, notes last,
+// JSON a single object whose unbounded intervals are null.
+func TestWriteExplain(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	r := explain.Report{
+		Phases: []explain.PhaseRow{{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3), InitsMs: v(5), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 2, AcceptingMs: 9.5, FirstRPCMs: 11.5, InitTotalMs: v(4)}},
+		Packages: []explain.PackageRow{{Arm: "default", Budget: "max", Rank: 1, Package: "example.com/heavy", Module: "example.com", MedianMs: 30, CILoMs: v(30), CIHiMs: v(31), ResolutionMs: 1, SharePct: 88, Bytes: 4 << 20, Allocs: 3, Runs: 6},
+			{Arm: "default", Budget: "max", Rank: 2, Package: "net/http", Module: "std", MedianMs: 0.1, ResolutionMs: 0.01, Runs: 2}},
+		Notes: []string{"default arm: something\nsecond line"},
+	}
+	var tbl bytes.Buffer
+	if err := writeExplain(&tbl, render.Table, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# phases", "# packages by median init time", "example.com/heavy", "# notes\n# - default arm: something\n#   second line"} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table output lacks %q:\n%s", want, tbl.String())
+		}
+	}
+	if strings.Contains(tbl.String(), "# modules") || strings.Contains(tbl.String(), "# arms against") {
+		t.Errorf("empty sections printed:\n%s", tbl.String())
+	}
+	var js bytes.Buffer
+	if err := writeExplain(&js, render.JSON, r); err != nil {
+		t.Fatal(err)
+	}
+	var back explain.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatalf("JSON output does not read back: %v\n%s", err, js.String())
+	}
+	if diff := cmp.Diff(r, back); diff != "" {
+		t.Errorf("JSON round trip (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(js.String(), `"ci_lo_ms": null`) {
+		t.Errorf("an unbounded interval should be null in JSON:\n%s", js.String())
+	}
+}
