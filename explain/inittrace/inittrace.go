@@ -27,7 +27,7 @@ func Campaign(ctx context.Context, c campaign.ColdStart, record func(explain.Tra
 	tracers := map[string]*tracer{}
 	arms := make([]campaign.Arm, len(c.Arms))
 	for i, a := range c.Arms {
-		if a.Launcher != nil {
+		if !processLauncher(a.Launcher) {
 			return nil, nil, fmt.Errorf("%s arm: explain reads the init trace from the server's stderr as it is written, which a container launcher keeps to itself; explain the static arm (the image's binary) instead", a.Name)
 		}
 		t := &tracer{}
@@ -57,6 +57,16 @@ type stripped struct{ error }
 
 func (e stripped) Error() string { return explain.StripTrace(e.error.Error()) }
 func (e stripped) Unwrap() error { return e.error }
+
+// processLauncher reports whether l starts plain processes (as us or as
+// another user), whose stderr comes to us as it is written.
+func processLauncher(l launch.Launcher) bool {
+	switch l.(type) {
+	case nil, launch.Process, *launch.Process, launch.AsUser, *launch.AsUser:
+		return true
+	}
+	return false
+}
 
 // withInitTrace returns a with GODEBUG=inittrace=1 added last to its
 // environment (after any GODEBUG the user gave, which it extends) and its
