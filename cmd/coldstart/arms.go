@@ -85,7 +85,7 @@ func (o *serverOptions) buildArms(ctx context.Context, rf *resultfile.File, tran
 		}
 	}
 	for _, f := range built.Failed {
-		fmt.Fprintf(os.Stderr, "coldstart: not measured: %v\n", f)
+		fmt.Fprintf(o.errw(), "coldstart: not measured: %v\n", f)
 		if rerr := rf.Add("build_error", struct {
 			Error string `json:"error"`
 		}{f.Error()}); rerr != nil {

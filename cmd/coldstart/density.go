@@ -81,5 +81,5 @@ func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.progress(), Log: o.log(),
 	}
 	rows, err := d.Run(ctx, func(s campaign.DensitySample) error { return rf.Add("density_sample", s) })
-	return finish(w, o.Output, rf, "density", rows, err, built)
+	return finish(w, o.errw(), o.Output, rf, "density", rows, err, built)
 }

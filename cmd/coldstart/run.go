@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -176,7 +175,7 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	}
 	c.Polls, _ = campaign.ParsePollIntervals(o.Polls)
 	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
-	if err := finish(w, o.Output, rf, "summary", sums, err, built); err != nil || len(c.Polls) == 0 {
+	if err := finish(w, o.errw(), o.Output, rf, "summary", sums, err, built); err != nil || len(c.Polls) == 0 {
 		return err
 	}
 	return writePolls(w, o.Output, sums)
@@ -186,13 +185,13 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 // interrupted campaign), says where the results file is, prints the rows,
 // and fails when the campaign did, or when not every arm built (after the
 // rest were measured and printed).
-func finish[T any](w io.Writer, f render.Format, rf *resultfile.File, kind string, rows []T, err error, built campaign.Built) error {
+func finish[T any](w, errw io.Writer, f render.Format, rf *resultfile.File, kind string, rows []T, err error, built campaign.Built) error {
 	for _, r := range rows {
 		if aerr := rf.Add(kind, r); aerr != nil && err == nil {
 			err = aerr
 		}
 	}
-	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	fmt.Fprintf(errw, "coldstart: results in %s\n", rf.Path())
 	if err != nil {
 		return err
 	}
@@ -213,6 +212,7 @@ func (o *serverOptions) checker() (prober.Checker, error) {
 // setArgs splits positional arguments into PKG and the server's arguments
 // after "--".
 func (o *serverOptions) setArgs(cmd *cobra.Command, args []string) {
+	o.stderr = cmd.ErrOrStderr()
 	if n := cmd.ArgsLenAtDash(); n >= 0 {
 		o.ServerArgs = args[n:]
 		args = args[:n]

@@ -44,7 +44,7 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	defer fmt.Fprintf(o.errw(), "coldstart: results in %s\n", rf.Path())
 	checker, err := o.checker()
 	if err != nil {
 		return err

@@ -24,7 +24,8 @@ type serverOptions struct {
 	Bin         string
 	Prebuilt    string
 	Arms        string
-	armsSet     bool // --arms was given
+	armsSet     bool      // --arms was given
+	stderr      io.Writer // the command's error writer: progress, logs, notes
 	UPXLevel    string
 	PGOProfile  string
 	PGODuration time.Duration
@@ -148,12 +149,21 @@ func (o *serverOptions) progress() io.Writer {
 	if o.Quiet {
 		return nil
 	}
-	return os.Stderr
+	return o.errw()
+}
+
+// errw is where progress and notes go: the command's error writer
+// (cmd.ErrOrStderr(), so tests can read it), stderr before one is set.
+func (o *serverOptions) errw() io.Writer {
+	if o.stderr == nil {
+		return os.Stderr
+	}
+	return o.stderr
 }
 
 func (o *serverOptions) log() io.Writer {
 	if o.Verbose {
-		return os.Stderr
+		return o.errw()
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 	if err != nil {
 		return err
 	}
-	defer fmt.Fprintf(os.Stderr, "steady: results in %s\n", rf.Path())
+	defer fmt.Fprintf(o.errw(), "steady: results in %s\n", rf.Path())
 	prefix := knative.DefaultServiceOptions().NamePrefix
 	var rows []steady.Row
 	for _, arm := range arms {

@@ -77,6 +77,7 @@ type runOptions struct {
 	HashSecrets  bool // --hash-secrets (read by provenance from the command line)
 
 	positional []string
+	stderr     io.Writer     // the command's error writer: progress, logs, notes
 	cfg        steady.Config // filled by validate
 	genCPUs    []int
 }
@@ -194,6 +195,7 @@ verdict: stable or drifting.`,
 
 // validate checks every flag and fills o.cfg, naming the flag in errors.
 func (o *runOptions) validate(cmd *cobra.Command) error {
+	o.stderr = cmd.ErrOrStderr()
 	c := &o.cfg
 	if len(o.positional) > 1 {
 		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.positional)
@@ -378,7 +380,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	cfg := o.cfg
 	if o.Verbose {
-		cfg.Log, cfg.Verbose = os.Stderr, true
+		cfg.Log, cfg.Verbose = o.errw(), true
 	}
 	if o.On == "knative" {
 		return runOnKnative(ctx, o, cfg, w)
@@ -426,7 +428,7 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		rows = append(rows, r)
 		return rf.Add("step", r)
 	})
-	fmt.Fprintf(os.Stderr, "steady: results in %s\n", rf.Path())
+	fmt.Fprintf(o.errw(), "steady: results in %s\n", rf.Path())
 	if len(rows) > 0 {
 		if rerr := render.Write(w, o.Output, rows); rerr != nil && err == nil {
 			err = rerr
@@ -457,7 +459,7 @@ func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms [
 	}
 	var progress io.Writer
 	if o.Verbose {
-		progress = os.Stderr
+		progress = o.errw()
 	}
 	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.CollectWith(launch.AsUser{Stage: o.stage}), Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
 	arts, errs := builds.BuildAll(ctx, src, names, bo)
@@ -490,7 +492,7 @@ func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms [
 		arms = append(arms, arm)
 	}
 	for _, f := range fails {
-		fmt.Fprintf(os.Stderr, "steady: not measured: %v\n", f)
+		fmt.Fprintf(o.errw(), "steady: not measured: %v\n", f)
 		if err := rf.Add("build_error", struct {
 			Error string `json:"error"`
 		}{f.Error()}); err != nil {
@@ -532,7 +534,7 @@ func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *resultfile.
 		sums = append(sums, s)
 		return rf.Add("soak_summary", s)
 	})
-	fmt.Fprintf(os.Stderr, "steady: results in %s\n", rf.Path())
+	fmt.Fprintf(o.errw(), "steady: results in %s\n", rf.Path())
 	if len(rows) > 0 {
 		if rerr := render.Write(w, o.Output, rows); rerr != nil && err == nil {
 			err = rerr
@@ -548,4 +550,13 @@ func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *resultfile.
 		err = fmt.Errorf("not every arm was measured: %w", failed)
 	}
 	return err
+}
+
+// errw is where progress and notes go: the command's error writer
+// (cmd.ErrOrStderr(), so tests can read it), stderr before one is set.
+func (o *runOptions) errw() io.Writer {
+	if o.stderr == nil {
+		return os.Stderr
+	}
+	return o.stderr
 }
