@@ -56,6 +56,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("TESTSERVER", ts)
 			env.Setenv("MODROOT", root)
 			env.Setenv("SLOWINIT", slowinit)
+			// Each script keeps its own run state: no other run's leftovers
+			// are swept (and reported on stderr) in the middle of it.
+			env.Setenv("COLDSTART_STATE_DIR", filepath.Join(env.WorkDir, ".coldstart-state"))
 			for _, k := range []string{"HOME", "XDG_CACHE_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "GOFLAGS", "GOPROXY", "PATH"} {
 				if v, ok := os.LookupEnv(k); ok {
 					env.Setenv(k, v)

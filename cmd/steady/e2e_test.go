@@ -54,6 +54,9 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			e.Setenv("MODROOT", root)
+			// Each script keeps its own run state: no other run's leftovers
+			// are swept (and reported on stderr) in the middle of it.
+			e.Setenv("COLDSTART_STATE_DIR", filepath.Join(e.WorkDir, ".coldstart-state"))
 			for _, k := range []string{"HOME", "XDG_CACHE_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "GOFLAGS", "GOPROXY", "PATH"} {
 				if v, ok := os.LookupEnv(k); ok {
 					e.Setenv(k, v)
