@@ -68,7 +68,8 @@ step() {
 	same_commit
 }
 
-step "$bin/coldstart" run -n "$RUNS" --arms "$ARMS" --budget "$BUDGETS" --results-dir "$out"
+step "$bin/coldstart" run -n "$RUNS" --arms "$ARMS" --budget "$BUDGETS" \
+	--poll-interval knative-queue-proxy,knative-activator,kubelet-min --results-dir "$out"
 step "$bin/coldstart" density --instances 8 --arms "$ARMS" --results-dir "$out"
 step "$bin/steady" run --arms "$ARMS" --budget "$BUDGETS" --protocol grpc,http1 --rounds "$ROUNDS" \
 	--scenario sequential,throughput,stream --concurrency 1,32 --calls "$CALLS" --results-dir "$out"
@@ -87,6 +88,13 @@ javac -d "$bin/jvm" examples/jvm/Echo.java
 step "$bin/coldstart" run -n "$RUNS" --bin "$(readlink -f "$(command -v java)")" --arms default,snapshot \
 	--snapshot-warmup 100 --probe http:///healthz --results-dir "$out" -- -XX:-UsePerfData -cp "$bin/jvm" Echo
 step "$bin/criukdat" -n "$RUNS" -results-dir "$out"
+# Where the start goes (issue 15): per-package init and the phases, traced
+# runs kept apart from the timed ones above.
+step "$bin/coldstart" explain -n "$RUNS" --arms default,static,upx --results-dir "$out"
+# The load generators side by side on one pinned server (issue 18); their
+# rows are bench/README.md's table, not the report's, so they go straight
+# to results/ (with their own provenance) rather than into the report's files.
+step bash bench/generators.sh -results-dir results
 files=$(cd "$out" && ls *.jsonl | sed 's|^|results/|')
 mv "$out"/*.jsonl results/
 ts=$(date -u +%Y%m%d-%H%M%S)
