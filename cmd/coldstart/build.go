@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,7 +21,8 @@ import (
 
 // buildOptions are `coldstart build`'s flags.
 type buildOptions struct {
-	Pkg         string // "" = the bundled sample server
+	stderr      io.Writer // the command's error writer: progress and logs
+	Pkg         string    // "" = the bundled sample server
 	Bin         string
 	Arms        builds.ArmList
 	UPXLevel    builds.UPXLevel
@@ -66,6 +66,7 @@ the artifact.`,
   coldstart build --bin ./myserver --arms default,upx`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			if len(args) == 1 {
 				o.Pkg = args[0]
 			}
@@ -163,7 +164,7 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		Verbose:        o.Verbose,
 	}
 	if !o.Quiet {
-		bo.Progress = os.Stderr
+		bo.Progress = o.stderr
 	}
 	var iopts []builds.ImageOption
 	if o.Push != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/render"
@@ -66,7 +67,7 @@ func TestBuildCmdParse(t *testing.T) {
 			if got == nil {
 				return
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreUnexported(buildOptions{})); diff != "" {
 				t.Errorf("build %q options (-want +got):\n%s", tt.args, diff)
 			}
 		})

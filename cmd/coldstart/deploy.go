@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 // deployOptions are coldstart deploy's flags.
 type deployOptions struct {
+	stderr     io.Writer // the command's error writer: progress and logs
 	Arms       []string
 	Images     []string // ARM=REF@sha256:HEX, as given
 	Namespace  string
@@ -56,6 +56,7 @@ The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-clust
   coldstart deploy --namespace bench --delete`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -196,7 +197,7 @@ func runDeploy(ctx context.Context, o *deployOptions, w io.Writer) error {
 	}
 	var log io.Writer
 	if o.Verbose {
-		log = os.Stderr
+		log = o.stderr
 	}
 	if o.Delete {
 		names, err := knative.Delete(ctx, c, ns, o.Arms)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -120,7 +119,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		names = append(names, a.Name)
 		m, err := explain.ReadModules(ctx, a.Path)
 		if err != nil && !errors.Is(err, explain.ErrNoBuildInfo) {
-			fmt.Fprintf(os.Stderr, "coldstart: %s arm: %v\n", a.Name, err)
+			fmt.Fprintf(o.errw(), "coldstart: %s arm: %v\n", a.Name, err)
 		}
 		mods[a.Name] = m
 		if err := rf.Add("explain_modules", struct {
@@ -136,7 +135,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.progress(), Log: o.log(),
 	}
 	traces, _, cerr := inittrace.Campaign(ctx, c, func(t explain.Trace) error { return rf.Add("trace", t) })
-	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	fmt.Fprintf(o.errw(), "coldstart: results in %s\n", rf.Path())
 	if cerr != nil && ctx.Err() != nil {
 		return cerr
 	}
@@ -145,7 +144,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		return err
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintln(os.Stderr, "coldstart: explain:", firstLine(n))
+		fmt.Fprintln(o.errw(), "coldstart: explain:", firstLine(n))
 	}
 	if cerr != nil {
 		return fmt.Errorf("explain: %w", cerr)

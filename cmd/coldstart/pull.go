@@ -21,6 +21,7 @@ import (
 
 // pullOptions are coldstart pull's flags.
 type pullOptions struct {
+	stderr       io.Writer // the command's error writer: progress and logs
 	Pkg          string
 	Bin          string
 	Arms         string
@@ -63,6 +64,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
   coldstart pull --arms static,upx --bandwidth 10Mbit,100Mbit --compression zstd -n 5
   coldstart pull --bin ./myserver --arms static,upx --layers split -- --listen={addr}`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			if n := cmd.ArgsLenAtDash(); n >= 0 {
 				o.ServerArgs = args[n:]
 				args = args[:n]
@@ -154,11 +156,11 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	_ = level.Set(o.UPXLevel)
 	var progress io.Writer
 	if !o.Quiet {
-		progress = os.Stderr
+		progress = o.stderr
 	}
 	var logw io.Writer
 	if o.Verbose {
-		logw = os.Stderr
+		logw = o.stderr
 	}
 
 	// The registry first: a port in use fails before minutes of building.
@@ -195,7 +197,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 			}{errs[i].Error()}); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "coldstart: not measured: %v\n", failed[len(failed)-1])
+			fmt.Fprintf(o.stderr, "coldstart: not measured: %v\n", failed[len(failed)-1])
 			continue
 		}
 		if err := rf.Add("artifact", a); err != nil {
@@ -217,7 +219,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 			}
 		},
 	})
-	fmt.Fprintf(os.Stderr, "coldstart: results in %s\n", rf.Path())
+	fmt.Fprintf(o.stderr, "coldstart: results in %s\n", rf.Path())
 	if err != nil {
 		return err
 	}
