@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -141,13 +142,19 @@ func (c ArmsConfig) imageArms(ctx context.Context, out *Built, tmpl, envTmpl pro
 		}
 		var pullDir string
 		if !ia.local() {
-			d, err := os.MkdirTemp("", "coldstart-pull-")
+			d, forget, err := leftovers.MkdirTemp("", "coldstart-pull-")
 			if err != nil {
 				fail(err)
 				continue
 			}
 			pullDir = d
-			out.closers = append(out.closers, func() error { return os.RemoveAll(d) })
+			out.closers = append(out.closers, func() error {
+				if err := os.RemoveAll(d); err != nil {
+					return err
+				}
+				forget()
+				return nil
+			})
 		}
 		art, path, err := ia.resolve(ctx, pullDir, c.Build.Progress)
 		if err != nil {

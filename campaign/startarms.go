@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
@@ -99,6 +100,14 @@ func AddStartArms(ctx context.Context, b *Built, start []string, c StartConfig) 
 		}
 		b.Arms = keep
 	}
+	// The prebound arm runs its server as the base arm's user (--run-as).
+	// The snapshot arm's dumped server stays coldstart's user: criu 4.2.1
+	// cannot dump a server running as another uid here ("Can't retrieve
+	// FD from socket" from its parasite).
+	var stage *runas.Stage
+	if u, ok := baseArm.Launcher.(launch.AsUser); ok {
+		stage = u.Stage
+	}
 	for _, s := range start {
 		a := baseArm
 		a.Name = s
@@ -108,7 +117,7 @@ func AddStartArms(ctx context.Context, b *Built, start []string, c StartConfig) 
 			if _, ok := c.Checker.(*prober.HTTP); ok {
 				name = "http"
 			}
-			a.Launcher = launch.Prebound{Name: name}
+			a.Launcher = launch.Prebound{Name: name, Stage: stage}
 		case SnapshotArm:
 			ck, err := c.checkpoint(ctx, baseArm)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -70,6 +71,10 @@ type Prebound struct {
 	// Poll is how often the accept queue is read while the first
 	// connection waits (0 = 200 µs).
 	Poll time.Duration
+	// Stage, when set, runs the server as its user (--run-as), as AsUser
+	// does; the socket is bound by coldstart and inherited, so the user
+	// needs no access to its address.
+	Stage *runas.Stage
 }
 
 var _ Launcher = Prebound{}
@@ -90,6 +95,10 @@ func (l Prebound) Launch(ctx context.Context, s Spec) (Instance, error) {
 		name = "grpc"
 	}
 	pl := l.Process
+	if s, err = asUser(l.Stage, s, &pl); err != nil {
+		lf.Close()
+		return nil, err
+	}
 	prev := pl.Prepare
 	pl.Prepare = func(cmd *exec.Cmd) {
 		if prev != nil {

@@ -23,26 +23,42 @@ var _ Launcher = AsUser{}
 
 // Launch starts s as Stage's user.
 func (l AsUser) Launch(ctx context.Context, s Spec) (Instance, error) {
-	u := l.Stage.User()
-	if u.Self {
-		return l.Process.Launch(ctx, s)
-	}
-	path, err := l.Stage.Binary(s.Path)
+	p := l.Process
+	s, err := asUser(l.Stage, s, &p)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+		return nil, err
+	}
+	return p.Launch(ctx, s)
+}
+
+// asUser readies s and p to start as stage's user (nil stage, or
+// coldstart's own user: unchanged): s runs the staged copy of its binary,
+// its socket directory is handed over, p drops to the user's credential.
+// Every launcher that starts a server process (plain, prebound, the
+// snapshot arm's dumped server) goes through it.
+func asUser(stage *runas.Stage, s Spec, p *Process) (Spec, error) {
+	if stage == nil {
+		return s, nil
+	}
+	u := stage.User()
+	if u.Self {
+		return s, nil
+	}
+	path, err := stage.Binary(s.Path)
+	if err != nil {
+		return s, fmt.Errorf("start %s: %w", s.Arm, err)
 	}
 	if s.Target.Network == "unix" {
 		if err := runas.HandOver(filepath.Dir(s.Target.Address), u, s.Log); err != nil {
-			return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+			return s, fmt.Errorf("start %s: %w", s.Arm, err)
 		}
 	}
 	if s.Log != nil {
 		fmt.Fprintf(s.Log, "+ # as uid:gid %s (--run-as), %s staged as %s\n", u, s.Path, path)
 	}
 	s.Path = path
-	p := l.Process
 	p.Credential = u.Credential()
-	return p.Launch(ctx, s)
+	return s, nil
 }
 
 // CacheFiles lists what starting path reads: the copy the user runs (made

@@ -125,3 +125,36 @@ func TestAsUser(t *testing.T) {
 		})
 	}
 }
+
+// TestPreboundAsUser: the prebound arm drops to the --run-as user like
+// every process arm (the socket is bound by root and inherited, so the user
+// needs no access to its address).
+func TestPreboundAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("dropping to another user needs root (CI runs as root)")
+	}
+	u, err := runas.Parse("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := runas.NewStage(u)
+	defer stage.Close()
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	target, err := prober.FreeTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	inst, err := launch.Prebound{Stage: stage}.Launch(ctx, launch.Spec{Arm: "prebound", Path: bin, Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop(ctx)
+	if _, err := prober.WaitReady(ctx, inst, target, prober.Health{}, prober.WaitOptions{Timeout: 20 * time.Second}); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	st := status(t, inst.PID())
+	if st["Uid"] != "65532 65532 65532 65532" || st["Gid"] != "65532 65532 65532 65532" {
+		t.Errorf("prebound server runs as Uid %q Gid %q, want 65532 (the --run-as default)", st["Uid"], st["Gid"])
+	}
+}

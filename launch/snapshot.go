@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
@@ -143,6 +144,8 @@ type Checkpoint struct {
 	grace   time.Duration
 	inherit []inheritFD
 
+	forget func() // drops the tmpfs and its directory from the run's state file
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -169,11 +172,11 @@ func (sn *Snapshot) Checkpoint(ctx context.Context, s Spec) (ck *Checkpoint, err
 	if s.ID == "" {
 		s.ID = budget.NewID()
 	}
-	dir, err := mountTmpfs(sn.WorkDir, s.ID, sn.TmpfsSize)
+	dir, forget, err := mountTmpfs(sn.WorkDir, s.ID, sn.TmpfsSize)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", s.Arm, err)
 	}
-	made := &Checkpoint{Arm: s.Arm, Target: s.Target, Dir: dir, criu: criu, grace: sn.Grace, Env: []string{CRIUEnv}}
+	made := &Checkpoint{Arm: s.Arm, Target: s.Target, Dir: dir, criu: criu, grace: sn.Grace, Env: []string{CRIUEnv}, forget: forget}
 	ck = made
 	defer func() {
 		if err != nil {
@@ -270,23 +273,39 @@ func withGODEBUG(env []string, setting string) []string {
 	return append(out, "GODEBUG="+setting)
 }
 
-// mountTmpfs makes workDir/coldstart-snapshot-ID and mounts a tmpfs there.
-func mountTmpfs(workDir, id string, size int64) (string, error) {
+// mountTmpfs makes workDir/coldstart-snapshot-ID and mounts a tmpfs there,
+// each recorded in the run's state file before it is made (a SIGKILLed run's
+// mount is unmounted and its directory removed by the next sweep); forget
+// drops both records once Close has removed them.
+func mountTmpfs(workDir, id string, size int64) (dir string, forget func(), err error) {
 	if workDir == "" {
 		workDir = os.TempDir()
 	}
 	if size <= 0 {
 		size = 1 << 30
 	}
-	dir := filepath.Join(workDir, "coldstart-snapshot-"+id)
+	dir = filepath.Join(workDir, "coldstart-snapshot-"+id)
+	forgetDir, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: dir})
+	if err != nil {
+		return "", nil, fmt.Errorf("record checkpoint dir: %w", err)
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", fmt.Errorf("make checkpoint dir: %w", err)
+		forgetDir()
+		return "", nil, fmt.Errorf("make checkpoint dir: %w", err)
+	}
+	forgetMount, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Mount, Path: dir})
+	if err != nil {
+		os.Remove(dir)
+		forgetDir()
+		return "", nil, fmt.Errorf("record checkpoint mount: %w", err)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,size="+strconv.FormatInt(size, 10)); err != nil {
+		forgetMount()
 		os.Remove(dir)
-		return "", fmt.Errorf("mount tmpfs on %s: %w (the snapshot arm runs as root)", dir, err)
+		forgetDir()
+		return "", nil, fmt.Errorf("mount tmpfs on %s: %w (the snapshot arm runs as root)", dir, err)
 	}
-	return dir, nil
+	return dir, func() { forgetMount(); forgetDir() }, nil
 }
 
 // Close unmounts the checkpoint's tmpfs and removes its directory. Stop
@@ -307,6 +326,9 @@ func (ck *Checkpoint) Close() error {
 	}
 	if err := os.Remove(ck.Dir); err != nil {
 		return fmt.Errorf("remove %s: %w", ck.Dir, err)
+	}
+	if ck.forget != nil {
+		ck.forget()
 	}
 	return nil
 }
@@ -406,6 +428,9 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 		}
 		return fail(fmt.Errorf("restore %s: read criu's pidfile: %w", ck.Arm, err))
 	}
+	// Kept in the run's state file: the restored server is not our child
+	// and outlives a SIGKILLed coldstart unless a sweep kills it.
+	r.forget = recordProcess(r.pid)
 	// The restored server is not our child (criu detached it): follow it
 	// through a pidfd.
 	if r.pidfd, err = unix.PidfdOpen(r.pid, 0); err != nil {
@@ -473,6 +498,7 @@ type restored struct {
 	stats      map[string]float64
 	pid        int
 	pidfd      int
+	forget     func() // drops pid from the run's state file once it is gone
 	tail       *TailBuffer
 	done       chan struct{}
 
@@ -546,6 +572,15 @@ func (r *restored) release() {
 	r.released = true
 	if r.pidfd > 0 {
 		unix.Close(r.pidfd)
+	}
+	if r.forget != nil {
+		// release runs once the server is gone (Stop waited for it) or
+		// was never followed; a Stop that timed out keeps it recorded.
+		select {
+		case <-r.done:
+			r.forget()
+		default:
+		}
 	}
 	if r.pl != nil {
 		r.pl.Close()

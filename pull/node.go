@@ -14,36 +14,41 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 )
 
 // Node is what a node keeps of pulled images: an OCI image layout holding
 // the blobs it has (its content store), and the root filesystems unpacked
 // from them. Everything is under one directory that Close removes.
 type Node struct {
-	dir   string
-	store layout.Path
-	n     int // root filesystems unpacked so far
+	dir    string
+	forget func() // drops dir from the run's state file
+	store  layout.Path
+	n      int // root filesystems unpacked so far
 }
 
 // NewNode makes an empty node in a new directory under parent ("" = the
 // system temp dir).
 func NewNode(parent string) (*Node, error) {
-	dir, err := os.MkdirTemp(parent, "coldstart-node-")
+	// Recorded in the run's state file before it is made: a coldstart
+	// killed mid-pull leaves nothing the next run does not sweep.
+	dir, forget, err := leftovers.MkdirTemp(parent, "coldstart-node-")
 	if err != nil {
 		return nil, fmt.Errorf("create node dir: %w", err)
 	}
+	n := &Node{dir: dir, forget: forget}
 	// 0755, not MkdirTemp's 0700: a server started as an unprivileged user
 	// must reach the binary unpacked inside.
 	if err := os.Chmod(dir, 0o755); err != nil {
-		os.RemoveAll(dir)
+		n.Close()
 		return nil, fmt.Errorf("create node dir: %w", err)
 	}
-	p, err := layout.Write(filepath.Join(dir, "store"), empty.Index)
-	if err != nil {
-		os.RemoveAll(dir)
+	if n.store, err = layout.Write(filepath.Join(dir, "store"), empty.Index); err != nil {
+		n.Close()
 		return nil, fmt.Errorf("create node store in %s: %w", dir, err)
 	}
-	return &Node{dir: dir, store: p}, nil
+	return n, nil
 }
 
 // Dir is the node's directory.
@@ -54,6 +59,7 @@ func (n *Node) Close() error {
 	if err := os.RemoveAll(n.dir); err != nil {
 		return fmt.Errorf("remove node %s: %w", n.dir, err)
 	}
+	n.forget()
 	return nil
 }
 

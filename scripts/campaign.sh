@@ -53,7 +53,9 @@ same_commit() {
 bash scripts/setup.sh
 bin=$(mktemp -d)
 out=$(mktemp -d results/.campaign-XXXXXX)
-trap 'rm -rf "$bin" "$out"' EXIT
+# A step that fails keeps what the steps before it measured (in $out, named
+# on stderr); only a campaign that finished moves its files into results/.
+trap 'rm -rf "$bin"; if [ -d "$out" ] && ls "$out"/*.jsonl >/dev/null 2>&1; then echo "campaign: stopped; what it measured is in $out" >&2; else rm -rf "$out"; fi' EXIT
 for t in cmd/coldstart cmd/steady bench/crosscheck bench/verdictcheck bench/criukdat; do
 	go build -o "$bin/$(basename "$t")" "./$t"
 done

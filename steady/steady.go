@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/internal/stats"
@@ -493,11 +494,11 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		}
 	}
 	if usesSocket(a.Args) {
-		dir, err := os.MkdirTemp(runas.TempDir(), "st-") // reachable by a server run as another user
+		dir, forget, err := leftovers.MkdirTemp(runas.TempDir(), "st-") // reachable by a server run as another user
 		if err != nil {
 			return nil, fmt.Errorf("arm %s: make socket dir: %w", a.Name, err)
 		}
-		cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+		cleanup = append(cleanup, func() { os.RemoveAll(dir); forget() })
 		ad.grpc = prober.Target{Network: "unix", Address: prober.SocketPath(dir)}
 	}
 	args, httpNamed, err := expandArgs(a.Args, ad)

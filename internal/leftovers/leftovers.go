@@ -387,3 +387,34 @@ func removeCgroup(dir string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// MkdirTemp makes a new directory in parent ("" = the system temp dir)
+// named prefix followed by random characters, as os.MkdirTemp does, but
+// records it in the run's state file before making it, so that a SIGKILL
+// between the two cannot leak it. forget drops the record; call it once the
+// directory is removed.
+func MkdirTemp(parent, prefix string) (dir string, forget func(), err error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	for range 10 {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", func() {}, err
+		}
+		dir = filepath.Join(parent, prefix+hex.EncodeToString(b[:]))
+		forget, err = Add(Entry{Kind: Dir, Path: dir})
+		if err != nil {
+			return "", func() {}, fmt.Errorf("record %s: %w", dir, err)
+		}
+		err = os.Mkdir(dir, 0o700)
+		if err == nil {
+			return dir, forget, nil
+		}
+		forget()
+		if !errors.Is(err, os.ErrExist) {
+			return "", func() {}, err
+		}
+	}
+	return "", func() {}, fmt.Errorf("make a directory %s* in %s: names taken", prefix, parent)
+}

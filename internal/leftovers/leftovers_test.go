@@ -155,3 +155,34 @@ func TestLedgerFile(t *testing.T) {
 		t.Errorf("state file after every entry is done: %v, want it gone", err)
 	}
 }
+
+// TestMkdirTemp: the directory is in the run's state file from before it
+// exists until forget, so a SIGKILL in between leaves a record to sweep.
+func TestMkdirTemp(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("COLDSTART_STATE_DIR", state)
+	l, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Path() == "" || filepath.Dir(l.Path()) != state {
+		t.Skipf("this test binary's ledger was opened elsewhere (%s)", l.Path())
+	}
+	parent := t.TempDir()
+	dir, forget, err := MkdirTemp(parent, "cs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || filepath.Dir(dir) != parent || !strings.HasPrefix(filepath.Base(dir), "cs-") {
+		t.Fatalf("MkdirTemp = %s (%v), want a new cs-* directory in %s", dir, err, parent)
+	}
+	b, err := os.ReadFile(l.Path())
+	if err != nil || !strings.Contains(string(b), strconv.Quote(dir)) {
+		t.Fatalf("state file %s lacks %s (%v):\n%s", l.Path(), dir, err, b)
+	}
+	os.RemoveAll(dir)
+	forget()
+	if b, err := os.ReadFile(l.Path()); err == nil && strings.Contains(string(b), strconv.Quote(dir)) {
+		t.Errorf("state file still lists %s after forget:\n%s", dir, b)
+	}
+}

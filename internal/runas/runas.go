@@ -154,9 +154,15 @@ func NewStage(u User) *Stage { return &Stage{u: u} }
 func (s *Stage) User() User { return s.u }
 
 // Binary returns a path at which s's user can execute the binary at path:
-// path itself for Self, else a copy made once per path.
+// path itself when the user can already read and execute it there (Self,
+// or a system binary such as a JDK's java, whose libraries are found
+// relative to it and would be lost in a copy), else a copy made once per
+// path.
 func (s *Stage) Binary(path string) (string, error) {
 	if s.u.Self {
+		return path, nil
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil && CanExecute(real, s.u) {
 		return path, nil
 	}
 	s.mu.Lock()
@@ -197,6 +203,44 @@ func (s *Stage) Binary(path string) (string, error) {
 	}
 	s.copies[path] = dst
 	return dst, nil
+}
+
+// CanExecute reports whether u can reach path (search permission on every
+// directory above it) and read and execute it, by the mode bits: owner,
+// group (u's primary group only: the server runs with no supplementary
+// groups) or other. path must have no symlinks (filepath.EvalSymlinks).
+func CanExecute(path string, u User) bool {
+	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) {
+		return false
+	}
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if !allowed(dir, u, 0o1) {
+			return false
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && allowed(path, u, 0o5)
+}
+
+// allowed reports whether u has the permission bits want (of r=4, w=2,
+// x=1) on name.
+func allowed(name string, u User, want uint32) bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(name, &st); err != nil {
+		return false
+	}
+	perm := st.Mode & 0o777
+	switch {
+	case st.Uid == u.UID:
+		perm >>= 6
+	case st.Gid == u.GID:
+		perm >>= 3
+	}
+	return perm&want == want
 }
 
 func copyExecutable(src, dst string, gid uint32) error {

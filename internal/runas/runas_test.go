@@ -165,3 +165,47 @@ func TestHandOver(t *testing.T) {
 		t.Errorf("HandOver(dir of uid 1234) = %v, want an error naming --run-as root", err)
 	}
 }
+
+// TestCanExecute: a binary the user can reach and run is used in place (a
+// JDK's java finds its libraries relative to itself); one under a directory
+// closed to the user is not.
+func TestCanExecute(t *testing.T) {
+	u := User{UID: 65532, GID: 65532}
+	open, err := os.MkdirTemp("", "canexec-") // t.TempDir's parent is closed to others
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(open) })
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir := filepath.Dir(open); dir != "/"; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			t.Skipf("%s is not searchable by others: the temp dir cannot hold a reachable binary", dir)
+		}
+	}
+	bin := filepath.Join(open, "server")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	closed := filepath.Join(open, "closed")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hidden := filepath.Join(closed, "server")
+	if err := os.WriteFile(hidden, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(open, "private")
+	if err := os.WriteFile(private, []byte("#!/bin/sh\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{{bin, true}, {hidden, false}, {private, false}, {filepath.Join(open, "missing"), false}, {"relative/server", false}} {
+		if got := CanExecute(tt.path, u); got != tt.want {
+			t.Errorf("CanExecute(%q, %v) = %v, want %v", tt.path, u, got, tt.want)
+		}
+	}
+}
