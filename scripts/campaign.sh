@@ -52,6 +52,7 @@ same_commit() {
 
 bash scripts/setup.sh
 bin=$(mktemp -d)
+chmod 755 "$bin" # the JVM step's classes must be readable by the --run-as user
 out=$(mktemp -d results/.campaign-XXXXXX)
 # A step that fails keeps what the steps before it measured (in $out, named
 # on stderr); only a campaign that finished moves its files into results/.
