@@ -130,7 +130,7 @@ func TestSameBinaryTwoNamesNoDifference(t *testing.T) {
 		t.Skip("16 cold starts")
 	}
 	bin := testservers.BuildPackage(t, slowInit)
-	_, r, err := run(t, 8, campaign.Arm{Name: "a", Path: bin}, campaign.Arm{Name: "b", Path: bin, Env: []string{"SLOWINIT_MS=30"}})
+	_, r, err := run(t, 8, campaign.Arm{Name: "a", Path: bin, Env: []string{"SLOWINIT_MS=30"}}, campaign.Arm{Name: "b", Path: bin, Env: []string{"SLOWINIT_MS=30"}})
 	if err != nil {
 		t.Fatal(err)
 	}
