@@ -269,7 +269,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	samples := coldSamples(c)
 	for _, s := range sortedSummaries(c.Summaries) {
 		idle := ""
-		if dc, d, ok := r.densityFor(s.Arm, s.Budget); ok {
+		if dc, d, ok := r.densityFor(c, s.Arm, s.Budget); ok {
 			idle = mib(d.PSSBytes)
 			if d.Budget != s.Budget {
 				idle += " (" + d.Budget + ")"
@@ -298,7 +298,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 		rows = append(rows, []string{
 			s.Arm + dagger(s.Doubt()), s.Budget, runs, med,
 			ms(s.MinMs) + "–" + ms(s.MaxMs), ms(s.P90Ms), msOrEmpty(s.AcceptingMs), msOrDash(s.StartupCPUMs),
-			mibOrDashP(s.PSSBytes), idle, mibOrEmpty(s.SizeBytes), note,
+			mibOrDashP(s.PSSBytes), idle, sizeOrEmpty(s.SizeBytes), note,
 		})
 	}
 	m.table([]string{"arm", "budget", "runs", fmt.Sprintf("median ms [%.0f%% CI]", 100*r.confidence()), "range ms", "p90 ms", "accepting ms", "startup CPU ms",
@@ -424,7 +424,7 @@ func (r *Report) densityTable(m *mdw, c *Campaign) {
 		doubt := c.densityDoubt(d)
 		rows = append(rows, []string{
 			d.Arm + dagger(doubt), d.Budget, fmt.Sprint(d.Instances), mib(d.PSSBytes), mib(d.PSSAnonBytes), mib(d.RSSBytes),
-			mib(d.TotalPSSBytes), mib(d.TotalRSSBytes), mibOrEmpty(d.SizeBytes), doubt,
+			mib(d.TotalPSSBytes), mib(d.TotalRSSBytes), sizeOrEmpty(d.SizeBytes), doubt,
 		})
 	}
 	m.table([]string{"arm", "budget", "instances", "PSS / instance", "anon PSS / instance", "RSS / instance", "total PSS", "total RSS", "size", "doubt"}, rows)
@@ -529,7 +529,7 @@ func (r *Report) artifactTable(m *mdw, c *Campaign) {
 		if a.Flags != "" {
 			flags = "`" + a.Flags + "`"
 		}
-		rows = append(rows, []string{a.Arm, mib(a.SizeBytes), fmt.Sprintf("%.0f", a.BuildMs), flags, a.GoVersion, sha, cached, extra})
+		rows = append(rows, []string{a.Arm, sizeOrEmpty(a.SizeBytes), fmt.Sprintf("%.0f", a.BuildMs), flags, a.GoVersion, sha, cached, extra})
 	}
 	m.table([]string{"arm", "size", "build ms", "flags", "go", "sha256", "cached", "notes"}, rows)
 	m.p("*Built for `%s`, %s.*\n\n", filepath.Base(c.File), c.Provenance.StartedAt.UTC().Format(time.DateOnly))
@@ -638,4 +638,16 @@ func noiseNote(c *Campaign) string {
 		s += fmt.Sprintf("; **%d of %d rounds ran on a busy host** (other work > %.2f CPUs)", busy, len(c.Noise), noise.BusyOtherCPUs)
 	}
 	return s + "."
+}
+
+// sizeOrEmpty is a file size in MiB, or in KiB below 1 MiB (a launcher
+// such as java's is a few KiB; "0.0 MiB" would read as unknown).
+func sizeOrEmpty(b int64) string {
+	switch {
+	case b <= 0:
+		return ""
+	case b < 1<<20:
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	}
+	return mib(b)
 }

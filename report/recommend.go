@@ -70,12 +70,17 @@ func (c *cite) rec(format string, args ...any) Recommendation {
 	return Recommendation{Text: fmt.Sprintf(format, args...), Rows: c.rows, Doubted: c.doubted}
 }
 
-// densityFor finds the density row of arm, preferring one measured under
-// budget.
-func (r *Report) densityFor(arm, budget string) (*Campaign, DensityRow, bool) {
+// densityFor finds the density row of arm measured on the same binary as
+// in cold-start campaign cc, preferring one measured under budget. Arm
+// names alone do not match: "default" of a JVM campaign is not "default"
+// of the sample server's.
+func (r *Report) densityFor(cc *Campaign, arm, budget string) (*Campaign, DensityRow, bool) {
 	var fc *Campaign
 	var found DensityRow
 	for _, c := range r.Campaigns {
+		if !sameBinary(cc, c, arm) {
+			continue
+		}
 		for _, d := range c.Density {
 			if d.Arm != arm {
 				continue
@@ -89,6 +94,77 @@ func (r *Report) densityFor(arm, budget string) (*Campaign, DensityRow, bool) {
 		}
 	}
 	return fc, found, fc != nil
+}
+
+// armSHA is the sha256 of arm's binary in c, "" when c records none.
+func armSHA(c *Campaign, arm string) string {
+	for _, a := range c.Artifacts {
+		if a.Arm == arm {
+			return a.SHA256
+		}
+	}
+	return ""
+}
+
+// sameServer reports whether two campaigns measured the same server: some
+// arm built to the same binary in both. Campaigns that record no binaries
+// (older files) are taken to match.
+func sameServer(a, b *Campaign) bool {
+	if a == b || len(a.Artifacts) == 0 || len(b.Artifacts) == 0 {
+		return true
+	}
+	for _, x := range a.Artifacts {
+		if x.SHA256 != "" && armSHA(b, x.Arm) == x.SHA256 {
+			return true
+		}
+	}
+	return false
+}
+
+// sameBinary reports whether arm ran the same binary in a and b: by its
+// sha256 when both record it, else by sameServer.
+func sameBinary(a, b *Campaign, arm string) bool {
+	if x, y := armSHA(a, arm), armSHA(b, arm); x != "" && y != "" {
+		return x == y
+	}
+	return sameServer(a, b)
+}
+
+// densest finds c's densest density row among arms (all arms when nil)
+// and the arms whose idle PSS is not told apart from it (no significant
+// difference of at least the minimum effect over the instances' samples),
+// the densest first, with the comparison of each in words.
+func (r *Report) densest(c *Campaign, arms map[string]bool) (DensityRow, []string, []string, bool) {
+	var rows []DensityRow
+	for _, d := range c.Density {
+		if arms == nil || arms[d.Arm] {
+			rows = append(rows, d)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].PSSBytes < rows[j].PSSBytes })
+	if len(rows) < 2 || rows[0].PSSBytes <= 0 {
+		return DensityRow{}, nil, nil, false
+	}
+	d := rows[0]
+	pss := map[string][]float64{}
+	for _, x := range c.DensitySamples {
+		if x.Budget == d.Budget && x.PSSBytes > 0 {
+			pss[x.Arm] = append(pss[x.Arm], float64(x.PSSBytes))
+		}
+	}
+	alike := []string{d.Arm}
+	var text []string
+	for _, x := range rows[1:] {
+		if x.Budget != d.Budget || len(pss[d.Arm]) == 0 || len(pss[x.Arm]) == 0 {
+			continue
+		}
+		cr := r.compare("arms", c.Label, "budget="+d.Budget, "idle_pss_bytes", x.Arm, d.Arm, pss[x.Arm], pss[d.Arm], stats.Neutral)
+		if !cr.Actionable {
+			alike = append(alike, x.Arm)
+			text = append(text, fmt.Sprintf("%s (%s/%s %s, p=%s)", x.Arm, x.Arm, d.Arm, ratioText(cr), pText(cr.PValue)))
+		}
+	}
+	return d, alike, text, true
 }
 
 // budgetsOf lists the budgets of rows in first-seen order.
@@ -114,6 +190,7 @@ func (r *Report) Recommendations() []Recommendation {
 	// winners: per cold-start campaign and budget, the fastest arm and the
 	// arms that start alike with it.
 	type win struct {
+		c           *Campaign
 		ref, budget string
 		arms        []string
 	}
@@ -132,7 +209,7 @@ func (r *Report) Recommendations() []Recommendation {
 			}
 			sort.SliceStable(ss, func(i, j int) bool { return ss[i].MedianMs < ss[j].MedianMs })
 			f, n, slow := ss[0], ss[1], ss[len(ss)-1]
-			w := win{ref: cs, budget: b, arms: []string{f.Arm}}
+			w := win{c: c, ref: cs, budget: b, arms: []string{f.Arm}}
 			samples := coldSamples(c)
 			for _, s := range ss[1:] {
 				if r.alikeCold(samples, f, s) {
@@ -159,8 +236,8 @@ func (r *Report) Recommendations() []Recommendation {
 				text = fmt.Sprintf("Under %s, %s starts fastest, %.2f× faster than %s (%s vs %s ms median; %s/%s %s, p=%s, n=%d+%d)",
 					b, f.Arm, 1 / *cr.Ratio, n.Arm, ms(f.MedianMs), ms(n.MedianMs), f.Arm, n.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB)
 			}
-			dcf, df, okf := r.densityFor(f.Arm, b)
-			dcn, dn, okn := r.densityFor(n.Arm, b)
+			dcf, df, okf := r.densityFor(c, f.Arm, b)
+			dcn, dn, okn := r.densityFor(c, n.Arm, b)
 			if okf && okn {
 				ct.add(r.ref(dcf, "density")+" "+f.Arm+"/"+df.Budget, dcf.densityDoubt(df))
 				ct.add(r.ref(dcn, "density")+" "+n.Arm+"/"+dn.Budget, dcn.densityDoubt(dn))
@@ -184,74 +261,62 @@ func (r *Report) Recommendations() []Recommendation {
 			out = append(out, ct.rec("%s", text))
 		}
 	}
-	// Does the winner change with the budget? Only distinct winners count:
-	// a budget where several arms start alike agrees with any of them.
-	if len(wins) > 1 {
-		common := map[string]int{}
+	// Does the winner change with the budget? Asked within one campaign
+	// (one server, one set of arms). Only distinct winners count: a budget
+	// where several arms start alike agrees with any of them.
+	for _, c := range r.Campaigns {
+		var cw []win
 		for _, w := range wins {
+			if w.c == c {
+				cw = append(cw, w)
+			}
+		}
+		if len(cw) < 2 {
+			continue
+		}
+		common := map[string]int{}
+		for _, w := range cw {
 			for _, a := range w.arms {
 				common[a]++
 			}
 		}
 		shared := false
 		for _, n := range common {
-			if n == len(wins) {
+			if n == len(cw) {
 				shared = true
 			}
 		}
 		if !shared {
 			var ct cite
 			var parts []string
-			for _, w := range wins {
-				parts = append(parts, strings.Join(w.arms, "/")+" under "+w.budget+" ("+w.ref+")")
+			for _, w := range cw {
+				parts = append(parts, strings.Join(w.arms, "/")+" under "+w.budget)
 				for _, a := range w.arms {
 					ct.add(w.ref+" "+a+"/"+w.budget, "")
 				}
 			}
-			out = append(out, ct.rec("The fastest-starting arm changes with the budget: %s; choose the build for the budget your pods get", strings.Join(parts, ", ")))
+			out = append(out, ct.rec("In %s the fastest-starting arm changes with the budget: %s; choose the build for the budget your pods get", r.ref(c, "coldstart"), strings.Join(parts, ", ")))
 		}
 	}
 
-	densest := ""
-	var densestAlike []string
-	var densestCite cite
 	for _, c := range r.Campaigns {
 		if len(c.Density) < 2 {
 			continue
 		}
-		ds := r.ref(c, "density")
-		rows := append([]DensityRow(nil), c.Density...)
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].PSSBytes < rows[j].PSSBytes })
-		d, w := rows[0], rows[len(rows)-1]
-		if d.PSSBytes <= 0 {
+		d, _, alikeText, ok := r.densest(c, nil)
+		if !ok {
 			continue
 		}
-		densest = d.Arm
-		// The arms whose idle PSS is not told apart from the densest's
-		// (no significant difference of at least the minimum effect over
-		// the instances' samples) pack alike with it.
-		pss := map[string][]float64{}
-		for _, x := range c.DensitySamples {
-			if x.Budget == d.Budget && x.PSSBytes > 0 {
-				pss[x.Arm] = append(pss[x.Arm], float64(x.PSSBytes))
-			}
-		}
-		densestAlike = []string{d.Arm}
-		var alikeText []string
-		for _, x := range rows[1:] {
-			if len(pss[d.Arm]) == 0 || len(pss[x.Arm]) == 0 {
-				continue
-			}
-			cr := r.compare("arms", c.Label, "budget="+d.Budget, "idle_pss_bytes", x.Arm, d.Arm, pss[x.Arm], pss[d.Arm], stats.Neutral)
-			if !cr.Actionable {
-				densestAlike = append(densestAlike, x.Arm)
-				alikeText = append(alikeText, fmt.Sprintf("%s (%s/%s %s, p=%s)", x.Arm, x.Arm, d.Arm, ratioText(cr), pText(cr.PValue)))
+		ds := r.ref(c, "density")
+		w := d
+		for _, x := range c.Density {
+			if x.Budget == d.Budget && x.PSSBytes > w.PSSBytes {
+				w = x
 			}
 		}
 		var ct cite
 		ct.add(ds+" "+d.Arm+"/"+d.Budget, c.densityDoubt(d))
 		ct.add(ds+" "+w.Arm+"/"+w.Budget, c.densityDoubt(w))
-		densestCite = cite{rows: []string{ds + " " + d.Arm + "/" + d.Budget}}
 		text := fmt.Sprintf("%s packs densest: %s PSS per idle instance against %s for %s (%.1f×); 1 GiB holds about %d idle %s instances or %d %s",
 			d.Arm, mib(d.PSSBytes), mib(w.PSSBytes), w.Arm, float64(w.PSSBytes)/float64(d.PSSBytes),
 			(1<<30)/d.PSSBytes, d.Arm, (1<<30)/max(w.PSSBytes, 1), w.Arm)
@@ -263,36 +328,80 @@ func (r *Report) Recommendations() []Recommendation {
 		}
 		out = append(out, ct.rec("%s", text))
 	}
-	if densest != "" && len(wins) > 0 {
-		var agree, differ []string
-		ct := densestCite
-		shared := func(arms []string) string {
-			for _, a := range densestAlike {
-				if contains(arms, a) {
-					return a
+
+	// Start against density, per cold-start campaign: the density campaign
+	// of the same server that shares the most arms with it, and only the
+	// arms both measured.
+	for _, c := range r.Campaigns {
+		var cw []win
+		for _, w := range wins {
+			if w.c == c {
+				cw = append(cw, w)
+			}
+		}
+		if len(cw) == 0 {
+			continue
+		}
+		arms := map[string]bool{}
+		for _, s := range c.Summaries {
+			arms[s.Arm] = true
+		}
+		var dc *Campaign
+		best := 1
+		for _, x := range r.Campaigns {
+			n := 0
+			for _, d := range x.Density {
+				if arms[d.Arm] && sameBinary(c, x, d.Arm) {
+					n++
 				}
 			}
-			return ""
+			if n > best {
+				dc, best = x, n
+			}
 		}
-		for _, w := range wins {
-			if a := shared(w.arms); a != "" {
-				agree = append(agree, w.budget+" ("+w.ref+")")
+		if dc == nil {
+			continue
+		}
+		common := map[string]bool{}
+		for _, d := range dc.Density {
+			if arms[d.Arm] && sameBinary(c, dc, d.Arm) {
+				common[d.Arm] = true
+			}
+		}
+		d, alike, _, ok := r.densest(dc, common)
+		if !ok {
+			continue
+		}
+		var ct cite
+		ct.add(r.ref(dc, "density")+" "+d.Arm+"/"+d.Budget, dc.densityDoubt(d))
+		var agree, differ []string
+		for _, w := range cw {
+			a := ""
+			for _, x := range alike {
+				if contains(w.arms, x) {
+					a = x
+					break
+				}
+			}
+			if a != "" {
+				agree = append(agree, w.budget)
 				ct.add(w.ref+" "+a+"/"+w.budget, "")
 			} else {
-				differ = append(differ, strings.Join(w.arms, "/")+" under "+w.budget+" ("+w.ref+")")
-				for _, a := range w.arms {
-					ct.add(w.ref+" "+a+"/"+w.budget, "")
+				differ = append(differ, strings.Join(w.arms, "/")+" under "+w.budget)
+				for _, x := range w.arms {
+					ct.add(w.ref+" "+x+"/"+w.budget, "")
 				}
 			}
 		}
+		of := fmt.Sprintf("Of the arms in %s and %s", r.ref(c, "coldstart"), r.ref(dc, "density"))
 		if len(differ) == 0 {
-			alike := ""
-			if len(densestAlike) > 1 {
-				alike = " (or alike with it: " + strings.Join(densestAlike[1:], ", ") + ")"
+			alikeNote := ""
+			if len(alike) > 1 {
+				alikeNote = " (or alike with it: " + strings.Join(alike[1:], ", ") + ")"
 			}
-			out = append(out, ct.rec("No trade-off: %s packs densest%s and starts fastest (or alike with the fastest) under every budget measured: %s", densest, alike, strings.Join(agree, ", ")))
+			out = append(out, ct.rec("%s, no trade-off: %s packs densest%s and starts fastest (or alike with the fastest) under every budget measured: %s", of, d.Arm, alikeNote, strings.Join(agree, ", ")))
 		} else {
-			out = append(out, ct.rec("Trade-off: %s packs densest, but the fastest start is %s; choose by what costs you more, first-request latency after scale-from-zero or idle memory", densest, strings.Join(differ, ", ")))
+			out = append(out, ct.rec("%s, a trade-off: %s packs densest, but the fastest start is %s; choose by what costs you more, first-request latency after scale-from-zero or idle memory", of, d.Arm, strings.Join(differ, ", ")))
 		}
 	}
 

@@ -315,8 +315,8 @@ func TestRecommendationsFollowData(t *testing.T) {
 		},
 		{
 			name: "density", file: "20261130-031000_density", a: "static", b: "upx",
-			before: []string{"static packs densest: 2.1 MiB", "No trade-off: static packs densest"},
-			after:  []string{"upx packs densest: 2.1 MiB", "Trade-off: upx packs densest, but the fastest start is default/static under cpus=0"},
+			before: []string{"static packs densest: 2.1 MiB", "no trade-off: static packs densest"},
+			after:  []string{"upx packs densest: 2.1 MiB", "a trade-off: upx packs densest, but the fastest start is default/static under cpus=0"},
 		},
 		{
 			name: "steady", file: "20261130-032000_steady", a: "default", b: "static",
@@ -440,5 +440,41 @@ func TestRecommendationsSkipEmptyFigures(t *testing.T) {
 		if strings.Contains(got, bad) {
 			t.Errorf("recommendations from rows without figures say %q:\n%s", bad, got)
 		}
+	}
+}
+
+// Arm names do not identify binaries: a JVM campaign's "default" takes no
+// idle PSS from the sample server's density campaign, and start-against-
+// density conclusions stay within one server.
+func TestDensityMatchesBinaryNotName(t *testing.T) {
+	sum := func(arm string, med float64) Summary {
+		return Summary{Summary: campaign.Summary{Arm: arm, Budget: "max", Runs: 5, MedianMs: med, MinMs: med, MaxMs: med, P90Ms: med}}
+	}
+	art := func(arm, sha string) Artifact { return Artifact{Arm: arm, SHA256: sha} }
+	echo := &Campaign{Label: "echo",
+		Artifacts: []Artifact{art("default", "e1"), art("static", "e2")},
+		Summaries: []Summary{sum("default", 10), sum("static", 8)}}
+	jvm := &Campaign{Label: "jvm",
+		Artifacts: []Artifact{art("default", "j1"), art("snapshot", "j1")},
+		Summaries: []Summary{sum("default", 200), sum("snapshot", 80)}}
+	dens := &Campaign{Label: "dens",
+		Artifacts: []Artifact{art("default", "e1"), art("static", "e2")},
+		Density: []DensityRow{
+			{Arm: "default", Budget: "max", Instances: 8, PSSBytes: 4 << 20, RSSBytes: 14 << 20},
+			{Arm: "static", Budget: "max", Instances: 8, PSSBytes: 3 << 20, RSSBytes: 12 << 20},
+		}}
+	r := &Report{Campaigns: []*Campaign{echo, jvm, dens}}
+	if _, _, ok := r.densityFor(echo, "default", "max"); !ok {
+		t.Error("the sample server's default found no density row of the same binary")
+	}
+	if _, d, ok := r.densityFor(jvm, "default", "max"); ok {
+		t.Errorf("the JVM campaign's default took the sample server's density row %+v", d)
+	}
+	got := recText(r.Recommendations())
+	if !strings.Contains(got, "Of the arms in coldstart#1 and density, no trade-off: static packs densest") {
+		t.Errorf("recommendations lack the sample server's start-against-density conclusion:\n%s", got)
+	}
+	if strings.Contains(got, "coldstart#2 and density") || strings.Contains(got, "snapshot/max (coldstart#2)") {
+		t.Errorf("recommendations join the JVM campaign to the sample server's density:\n%s", got)
 	}
 }
