@@ -169,9 +169,9 @@ type proc struct {
 	grace   time.Duration
 	done    chan struct{}
 
-	mu      sync.Mutex
-	err     error
-	stopped bool
+	mu   sync.Mutex
+	err  error
+	once stopOnce
 }
 
 func (p *proc) PID() int              { return p.cmd.Process.Pid }
@@ -190,34 +190,48 @@ func (p *proc) Err() error {
 func (p *proc) Usage() (budget.Usage, error) { return p.pl.Usage() }
 
 func (p *proc) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	if p.stopped {
-		p.mu.Unlock()
-		<-p.done
-		return nil
+	p.once.stop(ctx, p.done, p.grace, func() { p.pl.Close() },
+		func() { _ = p.cmd.Process.Signal(syscall.SIGTERM) },
+		// Not gone after the grace period (or we are out of time): kill
+		// the whole process group, then reap.
+		func() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) })
+	return nil
+}
+
+// stopOnce is how a launched server stops: the first call sends term,
+// waits for done up to grace (or until ctx ends), then kill, and waits for
+// done; release runs once, after. Later calls wait for done.
+type stopOnce struct {
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (s *stopOnce) stop(ctx context.Context, done <-chan struct{}, grace time.Duration, release, term, kill func()) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		<-done
+		return
 	}
-	p.stopped = true
-	p.mu.Unlock()
-	defer p.pl.Close()
+	s.stopped = true
+	s.mu.Unlock()
+	defer release()
 	select {
-	case <-p.done:
-		return nil
+	case <-done:
+		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(p.grace)
+	term()
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-p.done:
-		return nil
+	case <-done:
+		return
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	// Not gone after the grace period (or we are out of time): kill the
-	// whole process group, then reap.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-	return nil
+	kill()
+	<-done
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

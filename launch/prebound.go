@@ -372,30 +372,28 @@ func ownListener(procRoot string, pid int, skip uint64) (string, error) {
 // listeningTCP scans a /proc/net/tcp{,6} table for a socket in LISTEN state
 // (st 0A) whose inode is in inodes.
 func listeningTCP(path string, inodes map[uint64]bool) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		if len(fs) < 10 || fs[3] != "0A" {
-			continue
-		}
-		ino, err := strconv.ParseUint(fs[9], 10, 64)
-		if err != nil || !inodes[ino] {
-			continue
-		}
-		return "tcp " + hexAddr(fs[1]), nil
-	}
-	return "", sc.Err()
+	// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+	return scanSockets(path, inodes, 10, 9, func(fs []string) (string, bool) {
+		return "tcp " + hexAddr(fs[1]), fs[3] == "0A"
+	})
 }
 
 // listeningUnix scans /proc/net/unix for a listening socket (flags with
 // __SO_ACCEPTCON, 00010000) whose inode is in inodes.
 func listeningUnix(path string, inodes map[uint64]bool) (string, error) {
+	// Num RefCount Protocol Flags Type St Inode Path
+	return scanSockets(path, inodes, 7, 6, func(fs []string) (string, bool) {
+		if len(fs) > 7 {
+			return "unix " + fs[7], fs[3] == "00010000"
+		}
+		return "unix socket", fs[3] == "00010000"
+	})
+}
+
+// scanSockets reads a /proc/net socket table and returns the description
+// of the first row (of at least minFields fields) that listens and whose
+// inode (field inodeField) is in inodes; "" when none does.
+func scanSockets(path string, inodes map[uint64]bool, minFields, inodeField int, listens func(fs []string) (string, bool)) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -404,18 +402,16 @@ func listeningUnix(path string, inodes map[uint64]bool) (string, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		// Num RefCount Protocol Flags Type St Inode Path
-		if len(fs) < 7 || fs[3] != "00010000" {
+		if len(fs) < minFields {
 			continue
 		}
-		ino, err := strconv.ParseUint(fs[6], 10, 64)
-		if err != nil || !inodes[ino] {
+		d, ok := listens(fs)
+		if !ok {
 			continue
 		}
-		if len(fs) > 7 {
-			return "unix " + fs[7], nil
+		if ino, err := strconv.ParseUint(fs[inodeField], 10, 64); err == nil && inodes[ino] {
+			return d, nil
 		}
-		return "unix socket", nil
 	}
 	return "", sc.Err()
 }

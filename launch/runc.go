@@ -100,13 +100,18 @@ func (r *Runc) Check() error {
 }
 
 func (r *Runc) binary() (string, error) {
-	b := r.Binary
-	if b == "" {
-		b = "runc"
+	return lookTool(r.Binary, "runc", ErrNoRuntime, runcInstall)
+}
+
+// lookTool finds the binary name (def when "") on PATH, or returns kind
+// naming it and how to install it.
+func lookTool(name, def string, kind error, install string) (string, error) {
+	if name == "" {
+		name = def
 	}
-	p, err := exec.LookPath(b)
+	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%w: runc: %s not found (%v); %s", ErrNoRuntime, b, err, runcInstall)
+		return "", fmt.Errorf("%w: %s: %s not found (%v); %s", kind, def, name, err, install)
 	}
 	return p, nil
 }

@@ -74,15 +74,7 @@ type Snapshot struct {
 }
 
 func (s *Snapshot) criu() (string, error) {
-	b := s.CRIU
-	if b == "" {
-		b = "criu"
-	}
-	p, err := exec.LookPath(b)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s not found (%v); %s", ErrNoCRIU, b, err, CRIUInstall)
-	}
-	return p, nil
+	return lookTool(s.CRIU, "criu", ErrNoCRIU, CRIUInstall)
 }
 
 // Check runs `criu check` and returns ErrNoCRIU quoting criu's output when
@@ -504,7 +496,7 @@ type restored struct {
 
 	mu       sync.Mutex
 	err      error
-	stopped  bool
+	once     stopOnce
 	released bool
 }
 
@@ -535,31 +527,9 @@ func (r *restored) Usage() (budget.Usage, error) { return r.pl.Usage() }
 // signal only when it handles it), then SIGKILL after the grace period,
 // waits until it is gone and removes its restore directory.
 func (r *restored) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		<-r.done
-		return nil
-	}
-	r.stopped = true
-	r.mu.Unlock()
-	defer r.release()
-	select {
-	case <-r.done:
-		return nil
-	default:
-	}
-	_ = unix.PidfdSendSignal(r.pidfd, unix.SIGTERM, nil, 0)
-	t := time.NewTimer(r.grace)
-	defer t.Stop()
-	select {
-	case <-r.done:
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	_ = unix.PidfdSendSignal(r.pidfd, unix.SIGKILL, nil, 0)
-	<-r.done
+	r.once.stop(ctx, r.done, r.grace, r.release,
+		func() { _ = unix.PidfdSendSignal(r.pidfd, unix.SIGTERM, nil, 0) },
+		func() { _ = unix.PidfdSendSignal(r.pidfd, unix.SIGKILL, nil, 0) })
 	return nil
 }
 
