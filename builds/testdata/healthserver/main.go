@@ -3,32 +3,6 @@
 // service, for the builds tests (instrumentation, PGO collection).
 package main
 
-import (
-	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/coldstart-go/coldstart/internal/testservers/healthsrv"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	lis, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("PORT"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "healthserver:", err)
-		os.Exit(1)
-	}
-	srv := grpc.NewServer()
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	go func() { <-ctx.Done(); srv.Stop() }()
-	if err := srv.Serve(lis); err != nil {
-		fmt.Fprintln(os.Stderr, "healthserver:", err)
-		os.Exit(1)
-	}
-}
+func main() { healthsrv.Main("healthserver") }
