@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // NoiseRecord is what else the machine did during one window of a
@@ -18,24 +19,7 @@ type NoiseRecord struct {
 // VerdictSummary is one experiment of bench/verdictcheck: many small
 // campaigns with a known truth, and how often the verdict found a
 // difference.
-type VerdictSummary struct {
-	Experiment     string   `json:"experiment"`
-	Truth          string   `json:"truth"`
-	Campaigns      int      `json:"campaigns"`
-	RunsPerArm     int      `json:"runs_per_arm"`
-	Confidence     float64  `json:"confidence"`
-	Detected       int      `json:"detected"`
-	DetectedRate   float64  `json:"detected_rate"`
-	TruthDiffMs    *float64 `json:"truth_diff_ms"`
-	TruthRatio     *float64 `json:"truth_ratio"`
-	DiffCovered    int      `json:"diff_covered"`
-	RatioCovered   int      `json:"ratio_covered"`
-	DetectableAtN  *float64 `json:"detectable_effect_at_runs"`
-	DetectableAt20 *float64 `json:"detectable_effect_at_20_runs"`
-	Load1Min       float64  `json:"load1_min"`
-	Load1Max       float64  `json:"load1_max"`
-	BusyWindows    int      `json:"busy_windows"`
-}
+type VerdictSummary = record.VerdictSummary
 
 func pct(v *float64) string {
 	if v == nil {
