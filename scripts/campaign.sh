@@ -5,8 +5,8 @@
 # interleaved rounds, the prober cross-check and the verdict checks (A/A,
 # static vs upx, a known +2 ms), the image pull at 10/100/1000 Mbit/s (static
 # and upx, gzip and zstd, one and two layers), the prebound and snapshot arms
-# (and the JVM server default vs snapshot); then PERFORMANCE.md and the
-# README's sample output, generated from exactly these files. About 40
+# (and the JVM server default vs snapshot), a 10-minute soak; then PERFORMANCE.md and the
+# README's sample output, generated from exactly these files. About 50
 # minutes on 2 cores.
 #
 # Publication is mechanical:
@@ -32,6 +32,7 @@ CAMPAIGNS=${CAMPAIGNS:-20}
 BUDGETS=${BUDGETS:-cpus=0;cpus=0-1;cores=0.5}
 ARMS=${ARMS:-default,static,upx,pgo,image}
 PULL_RUNS=${PULL_RUNS:-5}
+SOAK=${SOAK:-10m}
 
 clean() {
 	if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -91,6 +92,11 @@ javac -d "$bin/jvm" examples/jvm/Echo.java
 step "$bin/coldstart" run -n "$RUNS" --bin "$(readlink -f "$(command -v java)")" --arms default,snapshot \
 	--snapshot-warmup 100 --probe http:///healthz --results-dir "$out" -- -XX:-UsePerfData -cp "$bin/jvm" Echo
 step "$bin/criukdat" -n "$RUNS" -results-dir "$out"
+# The soak (issue 18): one open-loop rate held for SOAK, the server on CPU 0
+# and the lean generator on CPU 1; the report plots it and says stable or
+# drifting.
+step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interval 1m --rate 1000 \
+	--pin-server 0 --pin-generator 1 --results-dir "$out"
 # Where the start goes (issue 15): per-package init and the phases, traced
 # runs kept apart from the timed ones above.
 step "$bin/coldstart" explain -n "$RUNS" --arms default,static,upx --results-dir "$out"
