@@ -170,7 +170,13 @@ func (l *ArmList) Set(s string) error {
 
 // ParseArms splits a comma-separated arm list and checks each name;
 // "all" stands for every known arm.
-func ParseArms(s string) ([]string, error) {
+func ParseArms(s string) ([]string, error) { return ParseArmList(s) }
+
+// ParseArmList is ParseArms for a command that also takes arms of its own
+// beside the registered ones (extra: coldstart run's start arms). "all"
+// still stands for the registered arms only; errors list both.
+func ParseArmList(s string, extra ...string) ([]string, error) {
+	known := append(Known(), extra...)
 	var arms []string
 	for _, a := range strings.Split(s, ",") {
 		a = strings.TrimSpace(a)
@@ -185,15 +191,15 @@ func ParseArms(s string) ([]string, error) {
 			}
 			continue
 		}
-		if !contains(Known(), a) {
-			return nil, unknownArm(a)
+		if !contains(known, a) {
+			return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownArm, a, strings.Join(known, ", "))
 		}
 		if !contains(arms, a) {
 			arms = append(arms, a)
 		}
 	}
 	if len(arms) == 0 {
-		return nil, fmt.Errorf("no arms named (known: %s)", strings.Join(Known(), ", "))
+		return nil, fmt.Errorf("no arms named (known: %s)", strings.Join(known, ", "))
 	}
 	return arms, nil
 }
