@@ -17,12 +17,17 @@ type ArmsConfig struct {
 	// Source is the server (zero = the bundled sample server).
 	Source builds.Source
 	Arms   []string
-	Build  builds.Options
+	// Binaries are prebuilt binaries measured as they are, each as its
+	// own arm (--bin ARM=PATH), beside Arms.
+	Binaries []Binary
+	Build    builds.Options
 	// Args is the server's argument template (what follows "--"): nil
-	// means the sample server's own flags (--addr {addr} or --unix
-	// {socket}) when building the sample, and no arguments otherwise (the
-	// server reads $PORT).
+	// means SampleArgs when building the sample, and no arguments
+	// otherwise (the server reads $PORT).
 	Args []string
+	// SampleArgs are the sample server's arguments (nil = --addr {addr},
+	// or --unix {socket} with the unix transport).
+	SampleArgs []string
 	// Env is extra environment, K=V, with the same placeholders as Args.
 	Env []string
 	Dir string
@@ -38,6 +43,25 @@ type ArmsConfig struct {
 	// RunAs starts the process arms as its user (nil = as coldstart);
 	// Built.Close closes it.
 	RunAs *runas.Stage
+	// Start are start arms (prebound, snapshot) made from the built arm
+	// StartConfig.Base once the others are built (nil = none).
+	Start       []string
+	StartConfig StartConfig
+}
+
+// Binary is a prebuilt binary measured as it is, as arm Name.
+type Binary struct {
+	Name string
+	Path string
+}
+
+// CheckArmName checks a name the user gives an arm (--bin ARM=PATH,
+// --image NAME=...): it labels rows, files and Services.
+func CheckArmName(n string) error {
+	if !armName.MatchString(n) {
+		return fmt.Errorf("arm name %q: use lower-case letters, digits, '-', '_' and '.'", n)
+	}
+	return nil
 }
 
 // Built is what BuildArms made.
@@ -65,8 +89,9 @@ func (b Built) Close() error {
 func (b Built) Err() error { return errors.Join(b.Failed...) }
 
 // BuildArms builds every arm, keeping going past arms that fail (an arm
-// whose tool is missing does not stop the rest), and turns each artifact
-// into an Arm that starts it.
+// whose tool is missing does not stop the rest), turns each artifact into
+// an Arm that starts it, takes each of c.Binaries as it is, and adds the
+// start arms. It fails when no arm could be made.
 func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	var out Built
 	if c.RunAs != nil {
@@ -88,9 +113,13 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	}
 	tmplArgs := c.Args
 	if tmplArgs == nil && sample {
-		tmplArgs = []string{"--addr", "{addr}"}
-		if c.Transport == Unix {
+		tmplArgs = c.SampleArgs
+		switch {
+		case tmplArgs != nil:
+		case c.Transport == Unix:
 			tmplArgs = []string{"--unix", "{socket}"}
+		default:
+			tmplArgs = []string{"--addr", "{addr}"}
 		}
 	}
 	tmpl, err := prober.ParseTemplate(tmplArgs)
@@ -108,18 +137,25 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		return out, errors.New("server arguments use {addr}/{port} but --transport is unix: use {socket}")
 	}
 	arts, errs := builds.BuildAll(ctx, src, c.Arms, c.Build)
-	for i, name := range c.Arms {
+	names := append([]string(nil), c.Arms...)
+	for _, b := range c.Binaries {
+		// A binary as it is: the default arm of it, named as the user says.
+		a, err := builds.BuildAll(ctx, builds.Source{Bin: b.Path}, []string{"default"}, c.Build)
+		a[0].Arm = b.Name
+		names, arts, errs = append(names, b.Name), append(arts, a[0]), append(errs, err[0])
+	}
+	for i, name := range names {
 		if errs[i] != nil {
 			out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, errs[i]))
 			continue
 		}
 		a := arts[i]
 		out.Artifacts = append(out.Artifacts, a)
-		arm := Arm{Name: name, Path: a.Path, Dir: c.Dir, SizeBytes: a.SizeBytes}
+		arm := Arm{Name: name, Path: a.Path, Dir: c.Dir, SizeBytes: a.SizeBytes, ArgTemplate: tmplArgs}
 		if c.RunAs != nil {
 			arm.Launcher = launch.AsUser{Stage: c.RunAs}
 		}
-		if name == builds.ImageArm {
+		if i < len(c.Arms) && name == builds.ImageArm { // not a binary the user named "image"
 			l, path, err := c.imageLauncher(ctx, &out, a)
 			if err != nil {
 				out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, err))
@@ -145,6 +181,13 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	c.imageArms(ctx, &out, tmpl, envTmpl)
 	if len(out.Arms) == 0 {
 		return out, fmt.Errorf("no arm built: %w", out.Err())
+	}
+	if len(c.Start) > 0 {
+		sc := c.StartConfig
+		if sc.Transport == "" {
+			sc.Transport = c.Transport
+		}
+		return out, AddStartArms(ctx, &out, c.Start, sc)
 	}
 	return out, nil
 }

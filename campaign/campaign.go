@@ -27,6 +27,9 @@ type Arm struct {
 	// Args returns the server's arguments for a target; nil = none (the
 	// server reads $PORT).
 	Args func(t prober.Target) ([]string, error)
+	// ArgTemplate is what Args expands: the arguments with their
+	// placeholders, for a caller that picks addresses itself (steady).
+	ArgTemplate []string
 	// Env is extra environment for the server; EnvFor, when set, adds
 	// more that depends on the target (expanded placeholders).
 	Env    []string

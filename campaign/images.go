@@ -40,8 +40,8 @@ func ParseImageArm(s string) (ImageArm, error) {
 	if !ok || n == "" || src == "" {
 		return ImageArm{}, fmt.Errorf("--image: %q, want NAME=LAYOUT, NAME=TARBALL or NAME=REGISTRY/REPO[:TAG|@DIGEST]", s)
 	}
-	if !armName.MatchString(n) {
-		return ImageArm{}, fmt.Errorf("--image: arm name %q: use lower-case letters, digits, '-', '_' and '.'", n)
+	if err := CheckArmName(n); err != nil {
+		return ImageArm{}, fmt.Errorf("--image: %w", err)
 	}
 	return ImageArm{Name: n, Source: src}, nil
 }
