@@ -1,0 +1,59 @@
+package cliopts
+
+import (
+	"context"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/runas"
+	"github.com/coldstart-go/coldstart/launch"
+	"github.com/coldstart-go/coldstart/pgocollect"
+)
+
+// BuildArms is the one way both commands make their arms: it fills cfg
+// from the shared flags (what to build, the binaries, server arguments and
+// environment, who the servers run as, progress and -v), builds through
+// campaign.BuildArms, and records each artifact ("artifact") and each arm
+// that could not be made ("build_error") in r, once, naming the latter on
+// the error writer. Arms that fail are left out; it fails only when none
+// was made. cfg carries what only one command sets (coldstart's --dir,
+// transport, images, start arms, and its build arms when --arms also named
+// start arms: nil = --arms). Close the arms also on error.
+func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsConfig) (campaign.Built, error) {
+	if cfg.Arms == nil {
+		cfg.Arms = c.Arms.Names
+	}
+	cfg.Binaries = c.Bin.Named
+	cfg.Source = builds.Source{Pkg: c.Pkg, Bin: c.Bin.Path}
+	if len(c.ServerArgs) > 0 {
+		cfg.Args = c.ServerArgs
+	}
+	cfg.Env = c.Env
+	stage := runas.NewStage(c.User) // closed by Built.Close
+	cfg.RunAs = stage
+	b := &cfg.Build
+	b.UPXLevel, b.PGOProfile, b.PGODuration, b.Instrument = c.UPXLevel, c.PGOProfile, c.PGODuration, c.Instrument
+	b.CollectProfile = pgocollect.CollectWith(launch.AsUser{Stage: stage})
+	b.Progress, b.Verbose = c.Progress(), c.Verbose
+	if cfg.StartConfig.Record == nil {
+		cfg.StartConfig.Record = r.Add
+	}
+	if cfg.StartConfig.Log == nil {
+		cfg.StartConfig.Log = c.Log()
+	}
+	built, err := campaign.BuildArms(ctx, cfg)
+	for _, a := range built.Artifacts {
+		if rerr := r.Add("artifact", a); rerr != nil {
+			return built, rerr
+		}
+	}
+	for _, f := range built.Failed {
+		c.Notef("not measured: %v", f)
+		if rerr := r.Add("build_error", struct {
+			Error string `json:"error"`
+		}{f.Error()}); rerr != nil {
+			return built, rerr
+		}
+	}
+	return built, err
+}

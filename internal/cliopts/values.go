@@ -1,0 +1,114 @@
+package cliopts
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
+)
+
+// Arms is --arms as a pflag.Value: comma-separated arm names, each checked
+// against the arms the command knows (the registered build arms and the
+// command's own), "all" for every build arm. It remembers whether it was
+// given, so its default may depend on other flags (--bin PATH).
+type Arms struct {
+	Names []string
+	given bool
+	extra []string // the command's own arms beside the build arms
+}
+
+// String renders the list as Set reads it.
+func (a *Arms) String() string { return strings.Join(a.Names, ",") }
+
+// Type names the flag's value kind in help text.
+func (a *Arms) Type() string { return "arms" }
+
+// Set replaces the list with the arms in s.
+func (a *Arms) Set(s string) error {
+	names, err := builds.ParseArmList(s, a.extra...)
+	if err != nil {
+		return err
+	}
+	a.Names, a.given = names, true
+	return nil
+}
+
+// Given reports whether --arms was on the command line.
+func (a *Arms) Given() bool { return a.given }
+
+// known lists the arms Set accepts.
+func (a *Arms) known() []string { return append(builds.Known(), a.extra...) }
+
+// Bins is --bin as a pflag.Value: a prebuilt server binary instead of PKG,
+// given as PATH (once: the binary is measured as the arms that apply to
+// it, or those --arms names) or as ARM=PATH (repeatable: each binary is
+// measured as it is, as arm ARM). The forms do not mix.
+type Bins struct {
+	// Path is the PATH form ("" = not given).
+	Path string
+	// Named are the ARM=PATH forms, in order.
+	Named []campaign.Binary
+}
+
+// String renders the binaries as they were given, comma-separated.
+func (b *Bins) String() string {
+	if b.Path != "" {
+		return b.Path
+	}
+	s := make([]string, len(b.Named))
+	for i, n := range b.Named {
+		s[i] = n.Name + "=" + n.Path
+	}
+	return strings.Join(s, ",")
+}
+
+// Type names the flag's value kind in help text.
+func (b *Bins) Type() string { return "[ARM=]PATH" }
+
+// Given reports whether --bin was on the command line.
+func (b *Bins) Given() bool { return b.Path != "" || len(b.Named) > 0 }
+
+// Set adds one --bin.
+func (b *Bins) Set(s string) error {
+	name, path, err := ParseBin(s)
+	if err != nil {
+		return err
+	}
+	switch {
+	case name == "" && b.Path != "":
+		return fmt.Errorf("%s and %s: give one PATH (measured as default and upx), or ARM=PATH for each binary", b.Path, path)
+	case name == "" && len(b.Named) > 0, name != "" && b.Path != "":
+		return fmt.Errorf("%q: PATH and ARM=PATH do not mix: give one PATH, or ARM=PATH for each binary", s)
+	case name == "":
+		b.Path = path
+		return nil
+	}
+	for _, n := range b.Named {
+		if n.Name == name {
+			return fmt.Errorf("arm %q given twice", name)
+		}
+	}
+	b.Named = append(b.Named, campaign.Binary{Name: name, Path: path})
+	return nil
+}
+
+// ParseBin reads one --bin value: ARM=PATH, or PATH (name ""). Text before
+// the first '=' is an arm name unless it holds a '/' (then the whole value
+// is a path: ./build=1/server).
+func ParseBin(s string) (name, path string, err error) {
+	n, p, ok := strings.Cut(s, "=")
+	if !ok || strings.Contains(n, "/") {
+		if s == "" {
+			return "", "", fmt.Errorf("empty path: want ARM=PATH or PATH")
+		}
+		return "", s, nil
+	}
+	if n == "" || p == "" {
+		return "", "", fmt.Errorf("%q: want ARM=PATH or PATH", s)
+	}
+	if err := campaign.CheckArmName(n); err != nil {
+		return "", "", fmt.Errorf("%q: %w", s, err)
+	}
+	return n, p, nil
+}
