@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
@@ -92,18 +92,8 @@ the artifact.`,
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every command line run to stderr")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	cmd.MarkFlagsMutuallyExclusive("verbose", "quiet")
-	cmd.SetFlagErrorFunc(flagError)
+	cmd.SetFlagErrorFunc(cliopts.FlagError)
 	return cmd
-}
-
-// flagError turns pflag's `invalid argument "gcc" for "--arms" flag: ...`
-// into `--arms: ...`: the flag's own error already quotes the value.
-func flagError(_ *cobra.Command, err error) error {
-	var iv *pflag.InvalidValueError
-	if errors.As(err, &iv) && iv.GetFlag() != nil {
-		return fmt.Errorf("--%s: %w", iv.GetFlag().Name, iv.Unwrap())
-	}
-	return err
 }
 
 func (o *buildOptions) validate() error {

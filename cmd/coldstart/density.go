@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -19,12 +19,10 @@ type densityOptions struct {
 	Instances int
 	Transport string
 	Timeout   time.Duration
-	Budget    string
 }
 
 func newDensityCmd(run func(context.Context, *densityOptions, io.Writer) error) *cobra.Command {
-	o := &densityOptions{Instances: 8, Transport: "tcp", Timeout: 30 * time.Second, Budget: "max"}
-	o.serverOptions.defaults()
+	o := &densityOptions{serverOptions: newServerOptions(defaultArms), Instances: 8, Transport: "tcp", Timeout: 30 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "density [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Start N idle instances of each arm side by side and report PSS and RSS per instance",
@@ -34,7 +32,7 @@ the instances sharing them: what one more instance really costs) and RSS. A UPX 
 unpacks into private memory, so its instances share no pages: PSS shows it, RSS hides it.`,
 		Example: "  coldstart density --instances 8 --arms static,upx",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.setArgs(cmd, args)
+			o.SetArgs(cmd, args)
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -46,7 +44,7 @@ unpacks into private memory, so its instances share no pages: PSS shows it, RSS 
 	f.IntVar(&o.Instances, "instances", o.Instances, "idle instances of each arm to run side by side")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp or unix")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one instance's readiness after this long")
-	f.StringVar(&o.Budget, "budget", o.Budget, "one CPU and memory budget for every instance, e.g. cores=0.5,mem=256Mi (max = none)")
+	f.Lookup("budget").Usage = "one CPU and memory budget for every instance, e.g. cores=0.5,mem=256Mi (max = none)"
 	return cmd
 }
 
@@ -60,8 +58,8 @@ func (o *densityOptions) validate() error {
 	if o.Transport != "tcp" && o.Transport != "unix" {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
 	}
-	if _, err := budget.ParseOne(o.Budget); err != nil {
-		return err
+	if n := len(o.Budgets.Budgets); n != 1 {
+		return fmt.Errorf("--budget: %s is %d budgets; density runs every instance under one", o.Budgets.String(), n)
 	}
 	if o.Addr != "" {
 		return fmt.Errorf("--addr: density runs several instances side by side; each needs its own address")
@@ -70,16 +68,18 @@ func (o *densityOptions) validate() error {
 }
 
 func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
-	b, _ := budget.ParseOne(o.Budget)
 	checker, rf, built, err := o.begin(ctx, "density", o.Transport)
 	defer built.Close()
 	if err != nil {
 		return err
 	}
 	d := campaign.Density{
-		Arms: built.Arms, Budget: b, Instances: o.Instances, Transport: campaign.Transport(o.Transport),
-		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.progress(), Log: o.log(),
+		Arms: built.Arms, Budget: o.Budgets.Budgets[0], Instances: o.Instances, Transport: campaign.Transport(o.Transport),
+		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.Progress(), Log: o.Log(),
 	}
 	rows, err := d.Run(ctx, func(s campaign.DensitySample) error { return rf.Add("density_sample", s) })
-	return finish(w, o.errw(), o.Output, rf, "density", rows, err, built)
+	if rerr := cliopts.AddAll(rf, "density", rows); rerr != nil && err == nil {
+		err = rerr
+	}
+	return rf.End(w, cliopts.Rows(o.Output, rows), err, built)
 }

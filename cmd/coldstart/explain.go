@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/explain"
@@ -26,14 +25,11 @@ type explainOptions struct {
 	Runs      int
 	Transport string
 	Timeout   time.Duration
-	Budgets   string
 	Top       int
 }
 
 func newExplainCmd(run func(context.Context, *explainOptions, io.Writer) error) *cobra.Command {
-	o := &explainOptions{Runs: 10, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max", Top: 10}
-	o.serverOptions.defaults()
-	o.Arms = "default,static,upx"
+	o := &explainOptions{serverOptions: newServerOptions([]string{"default", "static", "upx"}), Runs: 10, Transport: "tcp", Timeout: 30 * time.Second, Top: 10}
 	cmd := &cobra.Command{
 		Use:   "explain [flags] [PKG | --bin PATH] [-- SERVER ARGS...]",
 		Short: "Say where each arm's start-up time goes: per-package init, runtime, main until listening",
@@ -57,7 +53,7 @@ keeps the rest. Raw traces go to results/<YYYYMMDD-HHMMSS>_explain.jsonl.`,
   coldstart explain --bin ./myserver --arms default,upx -- --listen={addr}
   coldstart explain ./cmd/api -o markdown --top 5`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.setArgs(cmd, args)
+			o.SetArgs(cmd, args)
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -69,7 +65,6 @@ keeps the rest. Raw traces go to results/<YYYYMMDD-HHMMSS>_explain.jsonl.`,
 	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "counted traced starts per arm and budget (after one warm-up round)")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one start after this long")
-	f.StringVar(&o.Budgets, "budget", o.Budgets, "CPU and memory budgets, ';'-separated, as for run (max = none)")
 	f.IntVar(&o.Top, "top", o.Top, "packages (and modules) listed per arm")
 	return cmd
 }
@@ -78,8 +73,7 @@ func (o *explainOptions) validate() error {
 	if err := o.serverOptions.validate(); err != nil {
 		return err
 	}
-	arms, _ := builds.ParseArms(o.Arms)
-	for _, a := range arms {
+	for _, a := range o.Arms.Names {
 		if a == builds.ImageArm {
 			return errors.New("--arms: image: explain reads the init trace from the server's stderr as it is written, which a container runtime keeps to itself; explain the static arm (the image's binary) instead")
 		}
@@ -96,9 +90,6 @@ func (o *explainOptions) validate() error {
 	if o.Top < 1 {
 		return fmt.Errorf("--top: %d, want at least 1", o.Top)
 	}
-	if _, err := budget.Parse(o.Budgets); err != nil {
-		return err
-	}
 	if _, err := o.fixedAddr(); err != nil {
 		return err
 	}
@@ -107,7 +98,6 @@ func (o *explainOptions) validate() error {
 
 // runExplain builds the arms, traces their starts and prints the analysis.
 func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
-	budgets, _ := budget.Parse(o.Budgets)
 	checker, rf, built, err := o.begin(ctx, "explain", o.Transport)
 	defer built.Close()
 	if err != nil {
@@ -119,7 +109,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		names = append(names, a.Name)
 		m, err := explain.ReadModules(ctx, a.Path)
 		if err != nil && !errors.Is(err, explain.ErrNoBuildInfo) {
-			fmt.Fprintf(o.errw(), "coldstart: %s arm: %v\n", a.Name, err)
+			o.Notef("%s arm: %v", a.Name, err)
 		}
 		mods[a.Name] = m
 		if err := rf.Add("explain_modules", struct {
@@ -131,28 +121,27 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 	}
 	addr, _ := o.fixedAddr()
 	c := campaign.ColdStart{
-		Arms: built.Arms, Addr: addr, Budgets: budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport),
-		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.progress(), Log: o.log(),
+		Arms: built.Arms, Addr: addr, Budgets: o.Budgets.Budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport),
+		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.Progress(), Log: o.Log(),
 	}
 	traces, _, cerr := inittrace.Campaign(ctx, c, func(t explain.Trace) error { return rf.Add("trace", t) })
-	fmt.Fprintf(o.errw(), "coldstart: results in %s\n", rf.Path())
-	if cerr != nil && ctx.Err() != nil {
-		return cerr
-	}
-	r := explain.Analyze(traces, explain.Options{Top: o.Top, Arms: names, Modules: mods})
-	if err := writeExplain(w, o.Output, r); err != nil {
-		return err
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintln(o.errw(), "coldstart: explain:", firstLine(n))
-	}
 	if cerr != nil {
-		return fmt.Errorf("explain: %w", cerr)
+		cerr = fmt.Errorf("explain: %w", cerr)
 	}
-	if err := built.Err(); err != nil {
-		return fmt.Errorf("explained %s only: %w", campaign.ArmNames(built.Arms), err)
+	show := func(w io.Writer) error {
+		if ctx.Err() != nil {
+			return nil // interrupted: what was traced is in the results file
+		}
+		r := explain.Analyze(traces, explain.Options{Top: o.Top, Arms: names, Modules: mods})
+		if err := writeExplain(w, o.Output, r); err != nil {
+			return err
+		}
+		for _, n := range r.Notes {
+			o.Notef("explain: %s", firstLine(n))
+		}
+		return nil
 	}
-	return nil
+	return rf.End(w, show, cerr, built)
 }
 
 // writeExplain prints the report: JSON as one object, the other formats

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/internal/render"
@@ -16,8 +15,7 @@ import (
 
 func TestExplainFlags(t *testing.T) {
 	base := func(mod func(*explainOptions)) explainOptions {
-		o := explainOptions{serverOptions: defaultServerOptions(), Runs: 10, Transport: "tcp", Timeout: 30 * time.Second, Budgets: "max", Top: 10}
-		o.Arms = "default,static,upx"
+		o := explainOptions{serverOptions: newServerOptions([]string{"default", "static", "upx"}), Runs: 10, Transport: "tcp", Timeout: 30 * time.Second, Top: 10}
 		if mod != nil {
 			mod(&o)
 		}
@@ -33,7 +31,7 @@ func TestExplainFlags(t *testing.T) {
 		{name: "bin arms top and template",
 			args: []string{"--bin", "/bin/true", "--arms", "default,upx", "-n", "4", "--top", "3", "-o", "markdown", "--", "server", "-grpc-port", "{addr}"},
 			want: base(func(o *explainOptions) {
-				o.Bin, o.Arms, o.Runs, o.Top, o.Output, o.ServerArgs = "/bin/true", "default,upx", 4, 3, render.Markdown, []string{"server", "-grpc-port", "{addr}"}
+				o.Bin.Path, o.Arms.Names, o.Runs, o.Top, o.Output, o.ServerArgs = "/bin/true", []string{"default", "upx"}, 4, 3, render.Markdown, []string{"server", "-grpc-port", "{addr}"}
 			})},
 		{name: "image refused", args: []string{"--arms", "static,image"}, wantErr: "--arms: image: explain reads the init trace"},
 		{name: "unknown arm", args: []string{"--arms", "gcc"}, wantErr: `--arms`},
@@ -48,7 +46,7 @@ func TestExplainFlags(t *testing.T) {
 			if tt.wantErr != "" {
 				return
 			}
-			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(explainOptions{}), cmpopts.IgnoreUnexported(serverOptions{})); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, optsCmp); diff != "" {
 				t.Errorf("explain %q options (-want +got):\n%s", tt.args, diff)
 			}
 		})

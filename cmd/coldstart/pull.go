@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
@@ -24,8 +25,8 @@ type pullOptions struct {
 	stderr       io.Writer // the command's error writer: progress and logs
 	Pkg          string
 	Bin          string
-	Arms         string
-	UPXLevel     string
+	Arms         builds.ArmList
+	UPXLevel     builds.UPXLevel
 	Compression  string
 	Bandwidth    string
 	Layers       string
@@ -44,7 +45,7 @@ type pullOptions struct {
 
 func newPullCmd(run func(context.Context, *pullOptions, io.Writer) error) *cobra.Command {
 	o := &pullOptions{
-		Arms: "static,upx", UPXLevel: "default", Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
+		Arms: builds.ArmList{"static", "upx"}, UPXLevel: builds.UPXDefault, Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
 		Layers: "single,split", Runs: 5, Probe: "health", Timeout: 30 * time.Second,
 		Output: render.Table, ResultsDir: "results",
 	}
@@ -65,14 +66,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
   coldstart pull --bin ./myserver --arms static,upx --layers split -- --listen={addr}`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
-			if n := cmd.ArgsLenAtDash(); n >= 0 {
-				o.ServerArgs = args[n:]
-				args = args[:n]
-			}
-			if len(args) > 0 {
-				o.Pkg = args[0]
-			}
-			o.extraPositional = args
+			o.Pkg, o.ServerArgs, o.extraPositional = cliopts.SplitArgs(cmd, args)
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -80,9 +74,9 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Arms, "arms", o.Arms, "binary arms to put in images, comma-separated (known: default, static, upx, pgo)")
+	f.Var(&o.Arms, "arms", "binary arms to put in images, comma-separated (known: default, static, upx, pgo)")
 	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
-	f.StringVar(&o.UPXLevel, "upx-level", o.UPXLevel, "upx arm compression: default, best or lzma")
+	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
 	f.StringVar(&o.Compression, "compression", o.Compression, "layer compressions, comma-separated: gzip, zstd")
 	f.StringVar(&o.Bandwidth, "bandwidth", o.Bandwidth, "node link speeds, comma-separated: a number and kbit, Mbit or Gbit (bits per second), or max (no cap)")
 	f.StringVar(&o.Layers, "layers", o.Layers, "image layerings, comma-separated: single (base files and binary in one layer) or split (base layer + binary layer)")
@@ -94,6 +88,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every spawned command line to stderr")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+	cmd.SetFlagErrorFunc(cliopts.FlagError)
 	return cmd
 }
 
@@ -104,18 +99,10 @@ func (o *pullOptions) validate() error {
 	if o.Bin != "" && o.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
 	}
-	arms, err := builds.ParseArms(o.Arms)
-	if err != nil {
-		return fmt.Errorf("--arms: %w", err)
-	}
-	for _, a := range arms {
+	for _, a := range o.Arms {
 		if a == builds.ImageArm {
 			return fmt.Errorf("--arms: %q: pull makes the images itself; name the binary arms to put in them (default, static, upx, pgo)", a)
 		}
-	}
-	var level builds.UPXLevel
-	if err := level.Set(o.UPXLevel); err != nil {
-		return fmt.Errorf("--upx-level: %w", err)
 	}
 	if _, err := pull.ParseCompressions(o.Compression); err != nil {
 		return fmt.Errorf("--compression: %w", err)
@@ -147,13 +134,11 @@ func (o *pullOptions) validate() error {
 // runPull builds the arms, runs the pull campaign, records every pull, and
 // prints the medians, then the break-evens.
 func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
-	arms, _ := builds.ParseArms(o.Arms)
+	arms := []string(o.Arms)
 	comps, _ := pull.ParseCompressions(o.Compression)
 	bws, _ := pull.ParseBandwidths(o.Bandwidth)
 	lays, _ := pull.ParseLayerings(o.Layers)
 	checker, _ := prober.ParseProbe(o.Probe, "")
-	var level builds.UPXLevel
-	_ = level.Set(o.UPXLevel)
 	var progress io.Writer
 	if !o.Quiet {
 		progress = o.stderr
@@ -186,7 +171,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 			args = []string{"--addr", "{addr}"}
 		}
 	}
-	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{UPXLevel: level, Progress: progress, Verbose: o.Verbose})
+	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{UPXLevel: o.UPXLevel, Progress: progress, Verbose: o.Verbose})
 	var bins []pull.Binary
 	var failed []error
 	for i, a := range arts {

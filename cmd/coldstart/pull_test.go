@@ -13,13 +13,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/render"
 )
 
 func TestPullFlags(t *testing.T) {
 	base := func(mod func(*pullOptions)) pullOptions {
 		o := pullOptions{
-			Arms: "static,upx", UPXLevel: "default", Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
+			Arms: builds.ArmList{"static", "upx"}, UPXLevel: builds.UPXDefault, Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
 			Layers: "single,split", Runs: 5, Probe: "health", Timeout: 30 * time.Second, Output: render.Table, ResultsDir: "results",
 		}
 		if mod != nil {
@@ -46,6 +47,8 @@ func TestPullFlags(t *testing.T) {
 		{name: "unknown layering", args: []string{"--layers", "many"}, wantErr: `--layers: unknown layering "many"`},
 		{name: "image arm", args: []string{"--arms", "static,image"}, wantErr: `--arms: "image": pull makes the images itself`},
 		{name: "unknown arm", args: []string{"--arms", "gcc"}, wantErr: `--arms: unknown arm "gcc"`},
+		{name: "upx level", args: []string{"--upx-level", "lzma"}, want: base(func(o *pullOptions) { o.UPXLevel = builds.UPXLZMA })},
+		{name: "unknown upx level", args: []string{"--upx-level", "ultra"}, wantErr: `--upx-level: unknown upx level "ultra" (known: default, best, lzma)`},
 		{name: "port out of range", args: []string{"--registry-port", "70000"}, wantErr: "--registry-port: 70000, want 1..65535, or 0 for any free port"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -11,8 +10,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
-	"github.com/coldstart-go/coldstart/internal/render"
-	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -26,9 +24,8 @@ type runOptions struct {
 	Transport  string
 	PageCache  string
 	Timeout    time.Duration
-	PinProber  string
-	PinServer  string
-	Budgets    string
+	PinProber  budget.CPUList
+	PinServer  budget.CPUList
 	Polls      string
 	// --on knative
 	On         string
@@ -38,8 +35,7 @@ type runOptions struct {
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence}
-	o.serverOptions.defaults()
+	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
@@ -57,7 +53,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
   coldstart run --bin ./myserver --arms default,upx -- --listen={addr}
   coldstart run --on knative --namespace coldstart --arms image --target 203.0.113.7:80`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.setArgs(cmd, args)
+			o.SetArgs(cmd, args)
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -71,9 +67,8 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
 	f.StringVar(&o.PageCache, "page-cache", o.PageCache, "warm (files as the last start left them) or cold (evict each arm's binary, shared libraries and image root filesystem before every start, with posix_fadvise, and record how many pages were resident)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one cold start after this long")
-	f.StringVar(&o.PinProber, "pin-prober", "", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
-	f.StringVar(&o.PinServer, "pin-server", "", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
-	f.StringVar(&o.Budgets, "budget", "max", "CPU and memory budgets, ';'-separated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max")
+	f.Var(&o.PinProber, "pin-prober", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
+	f.Var(&o.PinServer, "pin-server", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
 	f.StringVar(&o.On, "on", "local", "where to start servers: local (processes and containers here) or knative (the Services coldstart deploy made)")
 	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
@@ -107,7 +102,7 @@ func (o *runOptions) validate() error {
 			return fmt.Errorf("--namespace, --kubeconfig and --target go with --on knative")
 		}
 	case "knative":
-		if o.Bin != "" || o.Pkg != "" || len(o.ServerArgs) > 0 {
+		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
 			return fmt.Errorf("--on knative measures deployed Services: build and push with coldstart build --arms image --push, deploy with coldstart deploy; no PKG, --bin or server arguments here")
 		}
 	default:
@@ -115,12 +110,6 @@ func (o *runOptions) validate() error {
 	}
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
-	}
-	if _, err := o.budgets(); err != nil {
-		return err
-	}
-	if _, err := o.proberCPUs(); err != nil {
-		return err
 	}
 	if _, err := o.fixedAddr(); err != nil {
 		return err
@@ -131,26 +120,12 @@ func (o *runOptions) validate() error {
 	return nil
 }
 
-func (o *runOptions) budgets() ([]budget.Budget, error) {
-	if o.PinServer != "" {
-		b, err := budget.ParseOne("cpus=" + o.PinServer)
-		if err != nil {
-			return nil, fmt.Errorf("--pin-server: %w", errors.Unwrap(err))
-		}
-		return []budget.Budget{b}, nil
+// budgets are --budget's, or the one --pin-server makes.
+func (o *runOptions) budgets() []budget.Budget {
+	if len(o.PinServer) > 0 {
+		return []budget.Budget{{CPUs: o.PinServer}}
 	}
-	return budget.Parse(o.Budgets)
-}
-
-func (o *runOptions) proberCPUs() ([]int, error) {
-	if o.PinProber == "" {
-		return nil, nil
-	}
-	b, err := budget.ParseOne("cpus=" + o.PinProber)
-	if err != nil {
-		return nil, fmt.Errorf("--pin-prober: %w", errors.Unwrap(err))
-	}
-	return b.CPUs, nil
+	return o.Budgets.Budgets
 }
 
 // runColdstart builds the arms and runs the cold-start campaign.
@@ -158,8 +133,6 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	if o.On == "knative" {
 		return runOnKnative(ctx, o, w)
 	}
-	budgets, _ := o.budgets()
-	pcpus, _ := o.proberCPUs()
 	checker, rf, built, err := o.begin(ctx, "coldstart", o.Transport)
 	defer built.Close()
 	if err != nil {
@@ -168,58 +141,18 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	addr, _ := o.fixedAddr()
 	pc, _ := campaign.ParsePageCache(o.PageCache)
 	c := campaign.ColdStart{
-		Arms: built.Arms, Addr: addr, Budgets: budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport), PageCache: pc,
-		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, ProberCPUs: pcpus,
-		Progress: o.progress(), Log: o.log(), Confidence: o.Confidence,
+		Arms: built.Arms, Addr: addr, Budgets: o.budgets(), Runs: o.Runs, Transport: campaign.Transport(o.Transport), PageCache: pc,
+		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, ProberCPUs: o.PinProber,
+		Progress: o.Progress(), Log: o.Log(), Confidence: o.Confidence,
 		Noise: func(n campaign.Noise) error { return rf.Add("noise", n) },
 	}
 	c.Polls, _ = campaign.ParsePollIntervals(o.Polls)
 	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
-	if err := finish(w, o.errw(), o.Output, rf, "summary", sums, err, built); err != nil || len(c.Polls) == 0 {
+	if rerr := cliopts.AddAll(rf, "summary", sums); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err := rf.End(w, cliopts.Rows(o.Output, sums), err, built); err != nil || len(c.Polls) == 0 {
 		return err
 	}
 	return writePolls(w, o.Output, sums)
-}
-
-// finish ends a campaign: it records its summary rows (also those of an
-// interrupted campaign), says where the results file is, prints the rows,
-// and fails when the campaign did, or when not every arm built (after the
-// rest were measured and printed).
-func finish[T any](w, errw io.Writer, f render.Format, rf *resultfile.File, kind string, rows []T, err error, built campaign.Built) error {
-	for _, r := range rows {
-		if aerr := rf.Add(kind, r); aerr != nil && err == nil {
-			err = aerr
-		}
-	}
-	fmt.Fprintf(errw, "coldstart: results in %s\n", rf.Path())
-	if err != nil {
-		return err
-	}
-	if err := render.Write(w, f, rows); err != nil {
-		return err
-	}
-	if err := built.Err(); err != nil {
-		return fmt.Errorf("measured %s only: %w", campaign.ArmNames(built.Arms), err)
-	}
-	return nil
-}
-
-// checker turns --probe and --probe-request into a readiness checker.
-func (o *serverOptions) checker() (prober.Checker, error) {
-	return prober.ParseProbe(o.Probe, o.ProbeBody)
-}
-
-// setArgs splits positional arguments into PKG and the server's arguments
-// after "--".
-func (o *serverOptions) setArgs(cmd *cobra.Command, args []string) {
-	o.stderr = cmd.ErrOrStderr()
-	if n := cmd.ArgsLenAtDash(); n >= 0 {
-		o.ServerArgs = args[n:]
-		args = args[:n]
-	}
-	if len(args) > 0 {
-		o.Pkg = args[0]
-	}
-	o.extraPositional = args
-	o.armsChanged = cmd.Flags().Changed("arms")
 }

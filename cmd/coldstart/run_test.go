@@ -7,23 +7,30 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 )
 
-func defaultServerOptions() serverOptions {
-	var o serverOptions
-	o.defaults()
-	return o
+// optsCmp compares parsed options by their exported fields (the flag
+// values' own bookkeeping and the error writer aside).
+var optsCmp = cmp.Options{
+	cmp.AllowUnexported(runOptions{}, explainOptions{}), // the embedded serverOptions
+	cmpopts.IgnoreUnexported(serverOptions{}, cliopts.Common{}, cliopts.Arms{}, budget.List{}),
+	cmpopts.IgnoreFields(cliopts.Common{}, "User"), // --run-as parsed: whoever runs the test
+	cmpopts.EquateEmpty(),
 }
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: defaultServerOptions(), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Budgets: "max", On: "local"}
+		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, On: "local"}
 		if mod != nil {
 			mod(&o)
 		}
 		return o
 	}
+	arms := func(names ...string) cliopts.Arms { return cliopts.Arms{Names: names} }
 	tests := []struct {
 		name    string
 		args    []string
@@ -34,21 +41,34 @@ func TestRunFlags(t *testing.T) {
 		{name: "arms runs pkg and server args",
 			args: []string{"-n", "5", "--arms", "default,upx", "./cmd/api", "-o", "json", "--", "--listen={addr}"},
 			want: base(func(o *runOptions) {
-				o.Runs, o.Arms, o.Pkg, o.Output, o.ServerArgs = 5, "default,upx", "./cmd/api", render.JSON, []string{"--listen={addr}"}
+				o.Runs, o.Arms, o.Pkg, o.Output, o.ServerArgs = 5, arms("default", "upx"), "./cmd/api", render.JSON, []string{"--listen={addr}"}
 			})},
 		{name: "budgets and pinning", args: []string{"--budget", "cpus=0;max", "--pin-prober", "1", "--transport", "unix"},
-			want: base(func(o *runOptions) { o.Budgets, o.PinProber, o.Transport = "cpus=0;max", "1", "unix" })},
+			want: base(func(o *runOptions) {
+				o.Budgets.Budgets, o.PinProber, o.Transport = []budget.Budget{{CPUs: []int{0}}, {}}, budget.CPUList{1}, "unix"
+			})},
+		{name: "pin server", args: []string{"--pin-server", "0"},
+			want: base(func(o *runOptions) { o.PinServer = budget.CPUList{0} })},
 		{name: "env and probe", args: []string{"--env", "A=1", "--env", "B=x=y", "--probe", "tcp", "--bin", "/bin/true"},
 			want: base(func(o *runOptions) {
-				o.Env, o.Probe, o.Bin, o.Arms = []string{"A=1", "B=x=y"}, "tcp", "/bin/true", "default,upx"
+				o.Env, o.Probe, o.Bin.Path, o.Arms = []string{"A=1", "B=x=y"}, "tcp", "/bin/true", arms("default", "upx")
 			})},
 		// A binary can only be itself or packed: those are its default arms.
 		{name: "bin alone measures the arms that apply", args: []string{"--bin", "/bin/true"},
-			want: base(func(o *runOptions) { o.Bin, o.Arms = "/bin/true", "default,upx" })},
+			want: base(func(o *runOptions) { o.Bin.Path, o.Arms = "/bin/true", arms("default", "upx") })},
 		{name: "bin with arms keeps them", args: []string{"--bin", "/bin/true", "--arms", "upx"},
-			want: base(func(o *runOptions) { o.Bin, o.Arms = "/bin/true", "upx" })},
+			want: base(func(o *runOptions) { o.Bin.Path, o.Arms = "/bin/true", arms("upx") })},
+		{name: "named bins are their own arms", args: []string{"--bin", "a=/bin/true", "--bin", "b=/bin/false"},
+			want: base(func(o *runOptions) {
+				o.Bin.Named, o.Arms = []campaign.Binary{{Name: "a", Path: "/bin/true"}, {Name: "b", Path: "/bin/false"}}, arms()
+			})},
+		{name: "start arms", args: []string{"--arms", "prebound,snapshot", "--start-from", "static"},
+			want: base(func(o *runOptions) { o.Arms, o.StartFrom = arms("prebound", "snapshot"), "static" })},
+		{name: "upx level", args: []string{"--upx-level", "lzma"}, want: base(func(o *runOptions) { o.UPXLevel = "lzma" })},
 		{name: "on knative", args: []string{"--on", "knative", "--namespace", "cs", "--target", "127.0.0.1:80", "--arms", "image"},
-			want: base(func(o *runOptions) { o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", "image" })},
+			want: base(func(o *runOptions) {
+				o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", arms("image")
+			})},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
 		{name: "cold page cache", args: []string{"--page-cache", "cold"}, want: base(func(o *runOptions) { o.PageCache = "cold" })},
 		{name: "unknown page cache", args: []string{"--page-cache", "tepid"}, wantErr: `--page-cache: "tepid", want warm or cold`},
@@ -57,17 +77,25 @@ func TestRunFlags(t *testing.T) {
 		{name: "confidence as a percentage", args: []string{"--confidence", "95"}, wantErr: "--confidence: 95: confidence level must be between 0 and 1"},
 		{name: "confidence 99%", args: []string{"--confidence", "0.99"}, want: base(func(o *runOptions) { o.Confidence = 0.99 })},
 		{name: "bad transport", args: []string{"--transport", "udp"}, wantErr: `--transport: "udp", want tcp or unix`},
-		{name: "cpu that does not exist", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
-		{name: "pin prober to a cpu that does not exist", args: []string{"--pin-prober", "4096"}, wantErr: "--pin-prober"},
+		{name: "unknown arm names the start arms too", args: []string{"--arms", "gcc"},
+			wantErr: `--arms: unknown arm "gcc" (known: default, pgo, static, upx, image, prebound, snapshot)`},
+		{name: "start from a start arm", args: []string{"--arms", "prebound", "--start-from", "snapshot"}, wantErr: `--start-from: "snapshot" is a start arm`},
+		{name: "start from an unknown arm", args: []string{"--arms", "prebound", "--start-from", "gcc"}, wantErr: `--start-from: unknown arm "gcc"`},
+		{name: "cpu that does not exist", args: []string{"--budget", "cpus=1000"}, wantErr: "--budget: CPU 1000 in"},
+		{name: "pin prober to a cpu that does not exist", args: []string{"--pin-prober", "1000"}, wantErr: "--pin-prober: CPU 1000 in"},
+		{name: "pin server to a quota", args: []string{"--pin-server", "0,cores=1"}, wantErr: `--pin-server: "0,cores=1": want CPUs only`},
+		{name: "bad upx level", args: []string{"--upx-level", "ultra"}, wantErr: `--upx-level: unknown upx level "ultra" (known: default, best, lzma)`},
 		{name: "bad env", args: []string{"--env", "NOEQUALS"}, wantErr: `--env: "NOEQUALS", want K=V`},
 		{name: "bin and pkg", args: []string{"--bin", "/bin/true", "./cmd/api"}, wantErr: "give one or the other"},
+		{name: "named bins and arms", args: []string{"--bin", "a=/bin/true", "--arms", "upx"}, wantErr: "--arms and --bin ARM=PATH: --bin names its own arms"},
 		{name: "two packages", args: []string{"./a", "./b"}, wantErr: "server arguments go after --"},
 		{name: "prebuilt", args: []string{"--prebuilt", "/arms", "--arms", "default,static"},
-			want: base(func(o *runOptions) { o.Prebuilt, o.Arms = "/arms", "default,static" })},
+			want: base(func(o *runOptions) { o.Prebuilt, o.Arms = "/arms", arms("default", "static") })},
 		{name: "prebuilt and bin", args: []string{"--prebuilt", "/arms", "--bin", "/bin/true"}, wantErr: "--prebuilt /arms: the arms are built already"},
 		{name: "bad output", args: []string{"-o", "yaml"}, wantErr: `unknown format "yaml"`},
 		{name: "bad addr", args: []string{"--addr", "unix:relative.sock"}, wantErr: "--addr"},
 		{name: "pin-server with budget", args: []string{"--pin-server", "0", "--budget", "max"}, wantErr: "pin-server"},
+		{name: "quiet and verbose", args: []string{"-q", "-v"}, wantErr: "[quiet verbose] were all set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +103,7 @@ func TestRunFlags(t *testing.T) {
 			if got == nil {
 				return
 			}
-			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(runOptions{}), cmpopts.IgnoreUnexported(serverOptions{})); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, optsCmp); diff != "" {
 				t.Errorf("run %q options (-want +got):\n%s", tt.args, diff)
 			}
 		})
@@ -92,7 +120,7 @@ func TestDensityFlags(t *testing.T) {
 		{name: "default", want: 8},
 		{name: "instances", args: []string{"--instances", "3", "--arms", "static,upx"}, want: 3},
 		{name: "zero instances", args: []string{"--instances", "0"}, wantErr: "--instances: 0, want at least 1"},
-		{name: "two budgets", args: []string{"--budget", "max;cpus=0"}, wantErr: "--budget"},
+		{name: "two budgets", args: []string{"--budget", "max;cpus=0"}, wantErr: "--budget: max;cpus=0 is 2 budgets; density runs every instance under one"},
 		{name: "fixed addr", args: []string{"--addr", "127.0.0.1:9000"}, wantErr: "--addr"},
 	}
 	for _, tt := range tests {
