@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -73,13 +74,20 @@ func TestRunEndToEnd(t *testing.T) {
 	bin := testservers.BuildPackage(t, testservers.Echo)
 	dir := t.TempDir()
 	cmd := newRootCmd()
-	var out bytes.Buffer
+	var out, errw bytes.Buffer
 	cmd.SetOut(&out)
+	cmd.SetErr(&errw)
 	cmd.SetArgs([]string{"run", "--bin", "default=" + bin, "--protocol", "grpc,http1", "--concurrency", "1,4",
 		"--warmup", "50", "--calls", "300", "-o", "json", "--results-dir", dir,
 		"--", "--addr={addr}", "--http-addr={http_addr}"})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// Progress goes to the command's own error writer, not os.Stderr.
+	for _, want := range []string{"steady: default ready at", "round 5/5 done", "steady: results in " + dir} {
+		if !strings.Contains(errw.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errw.String())
+		}
 	}
 	var rows []steady.Row
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
@@ -112,7 +120,9 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("step record with %d calls, want 300", rec.Calls)
 		}
 	}
-	want := []string{"provenance"}
+	// The binary is recorded as an artifact (its sha256, size, Go version)
+	// before anything is measured, as coldstart run records its arms.
+	want := []string{"provenance", "artifact"}
 	for step := 0; step < 4; step++ {
 		for round := 0; round < steady.DefaultRounds; round++ {
 			want = append(want, "step_round") // each window as it ends

@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/coldstart-go/coldstart/builds"
-	"github.com/coldstart-go/coldstart/internal/provenance"
-	"github.com/coldstart-go/coldstart/internal/render"
-	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/steady"
 )
@@ -19,10 +16,6 @@ import (
 // uses, counting the revision's running pods at every window's edges, with
 // the cluster's provenance.
 func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Writer) error {
-	arms, err := builds.ParseArms(o.Arms)
-	if err != nil {
-		return fmt.Errorf("--arms: %w", err)
-	}
 	kc, ns, err := knative.Kubeconfig{Path: o.Kubeconfig}.Load()
 	if err != nil {
 		return err
@@ -37,19 +30,17 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 	if err := knative.Preflight(ctx, c, ns); err != nil {
 		return err
 	}
-	prov := provenance.Collect("steady", os.Args)
-	prov.Notes = knative.ClusterNotes(ctx, c, ns)
-	rf, err := resultfile.Create(o.ResultsDir, "steady-knative", prov)
+	rf, err := o.CreateResults("steady-knative", knative.ClusterNotes(ctx, c, ns))
 	if err != nil {
 		return err
 	}
-	defer fmt.Fprintf(o.errw(), "steady: results in %s\n", rf.Path())
 	prefix := knative.DefaultServiceOptions().NamePrefix
 	var rows []steady.Row
-	for _, arm := range arms {
-		t, err := knative.SteadyTarget(ctx, c, ns, prefix+arm, arm, o.Target, "")
-		if err != nil {
-			return fmt.Errorf("%s arm on knative: %w", arm, err)
+	for _, arm := range o.Arms.Names {
+		var t steady.Target
+		if t, err = knative.SteadyTarget(ctx, c, ns, prefix+arm, arm, o.Target, ""); err != nil {
+			err = fmt.Errorf("%s arm on knative: %w", arm, err)
+			break
 		}
 		ac := cfg
 		ac.Target = &t
@@ -62,8 +53,9 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 			return rf.Add("step", r)
 		})
 		if err != nil {
-			return fmt.Errorf("%s arm on knative: %w", arm, err)
+			err = fmt.Errorf("%s arm on knative: %w", arm, err)
+			break
 		}
 	}
-	return render.Write(w, o.Output, rows)
+	return rf.End(w, cliopts.Rows(o.Output, rows), err, campaign.Built{})
 }

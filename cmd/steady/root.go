@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/internal/leftovers"
+)
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -12,6 +16,9 @@ server from outside: CPU per call from /proc, peak RSS, RSS and PSS, and for Go
 servers that serve runtime metrics, allocated bytes per call and GC cycles.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// What dead runs left is swept on first use of the state file, as
+		// coldstart does; the sweep says what it removed here.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { leftovers.SweepLog = cmd.ErrOrStderr() },
 	}
 	root.AddCommand(newRunCmd(runSteady))
 	return root

@@ -5,37 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/budget"
-	"github.com/coldstart-go/coldstart/builds"
-	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
-	"github.com/coldstart-go/coldstart/internal/resultfile"
-	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/internal/stats"
-	"github.com/coldstart-go/coldstart/launch"
-	"github.com/coldstart-go/coldstart/pgocollect"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
-// runOptions are steady run's flags, as typed; validate parses them into
-// cfg.
+// runOptions are steady run's flags, as typed: those coldstart shares
+// (cliopts.Common) and steady's own; validate parses them into cfg.
 type runOptions struct {
-	Pkg          string
-	Bins         []string
-	Arms         string
-	UPXLevel     builds.UPXLevel
-	PGOProfile   string
-	PGODuration  time.Duration
-	Instrument   bool
-	ServerArgs   []string
-	Env          []string
+	cliopts.Common
 	Protocols    string
 	Scenarios    string
 	Payloads     string
@@ -55,12 +42,8 @@ type runOptions struct {
 	RampErrors   float64
 	MaxInFlight  int
 	HTTPPath     string
-	Budgets      budget.List
-	PinServer    string
-	PinGenerator string
-	Output       render.Format
-	ResultsDir   string
-	Verbose      bool
+	PinServer    budget.CPUList
+	PinGenerator budget.CPUList
 	Client       string
 	Target       string
 	ServerPID    int
@@ -72,33 +55,26 @@ type runOptions struct {
 	Soak         time.Duration
 	SoakInterval time.Duration
 	WindowLimit  time.Duration
-	RunAs        string // --run-as: who the servers run as
-	stage        *runas.Stage
-	HashSecrets  bool // --hash-secrets (read by provenance from the command line)
 
-	positional []string
-	stderr     io.Writer     // the command's error writer: progress, logs, notes
-	cfg        steady.Config // filled by validate
-	genCPUs    []int
+	cfg steady.Config // filled by validate
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
 	o := &runOptions{
+		Common:    cliopts.New("steady", []string{"default", "static", "upx", "pgo", "image"}),
 		Protocols: "grpc", Payloads: "8B", Concurrency: "1,32", Conns: "1", Pipeline: "1",
 		Warmup: 20000, Calls: 50000, Rounds: steady.DefaultRounds, Confidence: stats.DefaultConfidence, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
-		MaxInFlight: 128, HTTPPath: "/echo", Output: render.Table, ResultsDir: "results",
-		Budgets: budget.List{Budgets: []budget.Budget{{}}},
-		Arms:    "default,static,upx,pgo,image", UPXLevel: builds.UPXDefault, PGODuration: 10 * time.Second,
+		MaxInFlight: 128, HTTPPath: "/echo",
 		Client: "grpc", SoakInterval: time.Minute, WindowLimit: 10 * time.Minute,
 	}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Warm each server, load it, and report latency, throughput, CPU and allocation per call, memory",
-		Long: `run builds PKG (default: the bundled sample server) or takes --bin binaries, starts each
-once per budget, waits for it to be ready, and for each protocol and payload size runs
-the scenarios: sequential (one call in flight), throughput (each --concurrency level
-over each --conns count, or HTTP/1.1 pipelined --pipeline deep), stream (EchoStream
-ping-pong), open (--rate calls/s for --duration, latency from each call's intended
+		Long: `run builds PKG (default: the bundled sample server) or takes --bin binaries (PATH:
+measured as default and upx; ARM=PATH: each as it is), starts each once per budget,
+waits for it to be ready, and for each protocol and payload size runs the scenarios:
+sequential (one call in flight), throughput (each --concurrency level over each --conns
+count, or HTTP/1.1 pipelined --pipeline deep), stream (EchoStream ping-pong), open (--rate calls/s for --duration, latency from each call's intended
 send time) or ramp (the rate raised by --ramp-step until p99 or the error rate crosses
 its limit; the last step under it is the knee). Each step is warmed with --warmup
 uncounted calls, then measured in --rounds rounds: one window per arm per round, the
@@ -129,28 +105,15 @@ verdict: stable or drifting.`,
   steady run --target unix:///run/api.sock --protocol http1
   steady run --soak 10m --soak-interval 1m --rate 1000`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n := cmd.ArgsLenAtDash(); n >= 0 {
-				o.ServerArgs = args[n:]
-				args = args[:n]
-			}
-			o.positional = args
-			if len(args) > 0 {
-				o.Pkg = args[0]
-			}
+			o.SetArgs(cmd, args)
 			if err := o.validate(cmd); err != nil {
 				return err
 			}
 			return run(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
+	o.Common.Bind(cmd, "")
 	f := cmd.Flags()
-	f.StringVar(&o.Arms, "arms", o.Arms, "arms to build from PKG and measure, comma-separated (known: default, pgo, static, upx, image)")
-	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default, best or lzma")
-	f.StringVar(&o.PGOProfile, "pgo-profile", "", "CPU profile for the pgo arm (\"\" = collect one under load)")
-	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to load the default arm while collecting the pgo profile")
-	f.BoolVar(&o.Instrument, "instrument", false, "compile the debug hook into PKG's arms, so a server of yours reports allocation per call and GC cycles; changes the binary, and the results say so")
-	f.StringArrayVar(&o.Bins, "bin", nil, "a prebuilt server binary, ARM=PATH or PATH (repeatable; replaces PKG and --arms)")
-	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server, K=V (repeatable)")
 	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c")
 	f.StringVar(&o.Scenarios, "scenario", "", "scenarios, comma-separated: sequential, throughput, stream, open, ramp (\"\" = sequential,throughput; open with --rate; ramp with --ramp)")
 	f.StringVar(&o.Payloads, "payload", o.Payloads, "payload sizes, comma-separated, in B, KiB, MiB, kB or MB (e.g. 8B,1KiB,64KiB)")
@@ -170,12 +133,8 @@ verdict: stable or drifting.`,
 	f.Float64Var(&o.RampErrors, "ramp-errors", o.RampErrors, "the ramp stops when the error rate (0..1) exceeds this")
 	f.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "open loop: most calls outstanding at once (late calls wait; their wait counts)")
 	f.StringVar(&o.HTTPPath, "http-path", o.HTTPPath, "path HTTP load POSTs {\"payload\": base64} to")
-	f.Var(&o.Budgets, "budget", "CPU and memory budgets, ';'-separated: cpus=0, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max")
-	f.StringVar(&o.PinServer, "pin-server", "", "CPUs for the server, e.g. 0 (same as --budget cpus=LIST)")
-	f.StringVar(&o.PinGenerator, "pin-generator", "", "CPUs for steady itself, e.g. 1 (\"\" = not pinned); servers then default to the other CPUs")
-	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
-	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
-	f.BoolVarP(&o.Verbose, "verbose", "v", false, "progress and every spawned command line on stderr")
+	f.Var(&o.PinServer, "pin-server", "CPUs for the server, e.g. 0 (same as --budget cpus=LIST)")
+	f.Var(&o.PinGenerator, "pin-generator", "CPUs for steady itself, e.g. 1 (\"\" = not pinned); servers then default to the other CPUs")
 	f.StringVar(&o.Client, "client", o.Client, "gRPC client: grpc (grpc-go) or lean (HTTP/2 frames written directly, for a cheaper generator)")
 	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path; with --on knative, the ingress address (\"\" = each Service's cluster-local address)")
 	f.StringVar(&o.On, "on", "local", "where the servers run: local, or knative (the Services coldstart deploy made, one per --arms arm, loaded through --target with each Service's host as :authority)")
@@ -187,49 +146,14 @@ verdict: stable or drifting.`,
 	f.DurationVar(&o.Soak, "soak", 0, "soak: one open-loop --rate for this long, a row per --soak-interval, then RSS and p99 trends (0 = no soak)")
 	f.DurationVar(&o.SoakInterval, "soak-interval", o.SoakInterval, "soak: length of each row")
 	f.DurationVar(&o.WindowLimit, "window-limit", o.WindowLimit, "longest a closed-loop window may run, whatever --calls")
-	f.StringVar(&o.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when steady is root, else yourself)")
-	f.BoolVar(&o.HashSecrets, "hash-secrets", false, "write a keyed hash beside each redacted secret, so runs with different values can be told apart")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
 
 // validate checks every flag and fills o.cfg, naming the flag in errors.
 func (o *runOptions) validate(cmd *cobra.Command) error {
-	o.stderr = cmd.ErrOrStderr()
 	c := &o.cfg
-	if len(o.positional) > 1 {
-		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.positional)
-	}
-	if len(o.Bins) > 0 && o.Pkg != "" {
-		return fmt.Errorf("--bin and PKG %s: give one or the other", o.Pkg)
-	}
-	if len(o.Bins) > 0 && cmd.Flags().Changed("arms") {
-		return fmt.Errorf("--arms and --bin: --bin names its own arms (ARM=PATH)")
-	}
-	if _, err := builds.ParseArms(o.Arms); err != nil {
-		return fmt.Errorf("--arms: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, b := range o.Bins {
-		name, path, ok := strings.Cut(b, "=")
-		if !ok {
-			name, path = "default", b
-		}
-		if name == "" || path == "" {
-			return fmt.Errorf("--bin: %q, want ARM=PATH or PATH", b)
-		}
-		if seen[name] {
-			return fmt.Errorf("--bin: arm %q given twice", name)
-		}
-		seen[name] = true
-		c.Arms = append(c.Arms, steady.Arm{Name: name, Path: path})
-	}
-	for _, e := range o.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-			return fmt.Errorf("--env: %q, want K=V", provenance.RedactEnv(e))
-		}
-	}
-	if _, err := runas.Parse(o.RunAs); err != nil {
+	if err := o.Common.Validate(); err != nil {
 		return err
 	}
 	for _, p := range strings.Split(o.Protocols, ",") {
@@ -291,19 +215,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	c.RampStep, c.RampMax, c.RampP99, c.RampErrors = o.RampStep, o.RampMax, o.RampP99, o.RampErrors
 	c.MaxInFlight, c.HTTPPath = o.MaxInFlight, o.HTTPPath
 	c.Budgets = o.Budgets.Budgets
-	if o.PinServer != "" {
-		b, err := budget.ParseOne("cpus=" + o.PinServer)
-		if err != nil {
-			return fmt.Errorf("--pin-server: %w", errors.Unwrap(err))
-		}
-		c.Budgets = []budget.Budget{b}
-	}
-	if o.PinGenerator != "" {
-		b, err := budget.ParseOne("cpus=" + o.PinGenerator)
-		if err != nil {
-			return fmt.Errorf("--pin-generator: %w", errors.Unwrap(err))
-		}
-		o.genCPUs = b.CPUs
+	if len(o.PinServer) > 0 {
+		c.Budgets = []budget.Budget{{CPUs: o.PinServer}}
 	}
 	c.Client = steady.Client(o.Client)
 	switch o.On {
@@ -312,10 +225,10 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 			return errors.New("--namespace, --kubeconfig: only with --on knative")
 		}
 	case "knative":
-		if len(o.Bins) > 0 || o.Pkg != "" || len(o.ServerArgs) > 0 {
+		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
 			return errors.New("--on knative: loads the Services coldstart deploy made (--arms names them); --bin, PKG and server arguments start local servers")
 		}
-		if o.ServerPID != 0 || o.DebugAddr != "" || cmd.Flags().Changed("budget") || o.PinServer != "" {
+		if o.ServerPID != 0 || o.DebugAddr != "" || cmd.Flags().Changed("budget") || len(o.PinServer) > 0 {
 			return errors.New("--on knative: --server-pid, --debug-addr, --budget and --pin-server are for local servers (the pods run on the cluster)")
 		}
 		for _, p := range c.Protocols {
@@ -332,10 +245,10 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--on: %q, want local or knative", o.On)
 	}
 	if o.Target != "" && o.On == "local" {
-		if len(o.Bins) > 0 || o.Pkg != "" || len(o.ServerArgs) > 0 || cmd.Flags().Changed("arms") {
+		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 || o.Arms.Given() {
 			return errors.New("--target: loads a running server; --bin, --arms, PKG and server arguments start servers: give one or the other")
 		}
-		if cmd.Flags().Changed("budget") || o.PinServer != "" {
+		if cmd.Flags().Changed("budget") || len(o.PinServer) > 0 {
 			return errors.New("--target: --budget and --pin-server apply to servers steady starts; this one is already running")
 		}
 		t, err := steady.ParseTarget(o.Target)
@@ -364,7 +277,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--window-limit: %v, want a positive duration", o.WindowLimit)
 	}
 	c.WindowLimit = o.WindowLimit
-	// Arms are filled from PKG at run time; check the rest with a stand-in.
+	// Arms are built at run time; check the rest with a stand-in.
 	check := *c
 	if o.On == "knative" {
 		// Each arm's target is resolved from the cluster at run time.
@@ -379,46 +292,29 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 // runSteady builds or takes the arms, runs steady, and writes the rows.
 func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	cfg := o.cfg
-	if o.Verbose {
-		cfg.Log, cfg.Verbose = o.errw(), true
-	}
+	cfg.Log, cfg.Verbose = o.Progress(), o.Verbose
 	if o.On == "knative" {
 		return runOnKnative(ctx, o, cfg, w)
 	}
-	prov := provenance.Collect("steady", os.Args)
-	rf, err := resultfile.Create(o.ResultsDir, "steady", prov)
+	rf, err := o.CreateResults("steady", nil)
 	if err != nil {
 		return err
 	}
-	user, err := runas.Parse(o.RunAs)
-	if err != nil {
-		return err
-	}
-	o.stage = runas.NewStage(user)
-	defer o.stage.Close()
-	cfg.Launcher = launch.AsUser{Stage: o.stage} // the image arm keeps runc
-	var failed error
-	if len(cfg.Arms) == 0 && cfg.Target == nil {
-		arms, ferr, closeArms, err := o.buildArms(ctx, rf)
-		defer closeArms()
-		if err != nil {
+	var built campaign.Built
+	defer func() { built.Close() }()
+	if cfg.Target == nil {
+		if built, err = o.buildArms(ctx, rf); err != nil {
 			return err
 		}
-		cfg.Arms, failed = arms, ferr
+		cfg.Arms = steadyArms(built.Arms, o.Env)
 	}
-	for i := range cfg.Arms {
-		if len(o.ServerArgs) > 0 {
-			cfg.Arms[i].Args = o.ServerArgs
-		}
-		cfg.Arms[i].Env = o.Env
-	}
-	if len(o.genCPUs) > 0 {
-		if err := pinGenerator(&cfg, o.genCPUs); err != nil {
+	if len(o.PinGenerator) > 0 {
+		if err := pinGenerator(&cfg, o.PinGenerator); err != nil {
 			return err
 		}
 	}
 	if cfg.Soak > 0 {
-		return soak(ctx, cfg, o, rf, w, failed)
+		return soak(ctx, cfg, o, rf, w, built)
 	}
 	var rows []steady.Row
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
@@ -428,81 +324,24 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		rows = append(rows, r)
 		return rf.Add("step", r)
 	})
-	fmt.Fprintf(o.errw(), "steady: results in %s\n", rf.Path())
-	if len(rows) > 0 {
-		if rerr := render.Write(w, o.Output, rows); rerr != nil && err == nil {
-			err = rerr
-		}
-	}
-	if err == nil && failed != nil {
-		err = fmt.Errorf("not every arm was measured: %w", failed)
-	}
-	return err
+	return rf.End(w, cliopts.Rows(o.Output, rows), err, built)
 }
 
-// buildArms builds the arms --arms names from PKG (default: the sample
-// server) through builds/, like coldstart run, and records each artifact.
-// Arms that fail to build are named on stderr and in the results file, and
-// returned as failed; the rest are measured.
-func (o *runOptions) buildArms(ctx context.Context, rf *resultfile.File) (arms []steady.Arm, failed error, closeArms func(), err error) {
-	closeArms = func() {}
-	names, err := builds.ParseArms(o.Arms)
-	if err != nil {
-		return nil, nil, closeArms, fmt.Errorf("--arms: %w", err)
+// buildArms builds the arms through the path coldstart run takes
+// (cliopts.BuildArms: artifacts and build errors recorded there); the
+// sample server gets steady.SampleArgs (gRPC and HTTP/1.1 addresses).
+func (o *runOptions) buildArms(ctx context.Context, rf *cliopts.Results) (campaign.Built, error) {
+	return o.BuildArms(ctx, rf, campaign.ArmsConfig{SampleArgs: steady.SampleArgs})
+}
+
+// steadyArms are the built arms as steady starts them: steady picks each
+// server's addresses itself, so it takes the arguments unexpanded.
+func steadyArms(arms []campaign.Arm, env []string) []steady.Arm {
+	out := make([]steady.Arm, len(arms))
+	for i, a := range arms {
+		out[i] = steady.Arm{Name: a.Name, Path: a.Path, Args: a.ArgTemplate, Env: env, Launcher: a.Launcher}
 	}
-	src := builds.Source{Pkg: o.Pkg}
-	sample := o.Pkg == ""
-	if sample {
-		if src, err = builds.SampleSource(); err != nil {
-			return nil, nil, closeArms, err
-		}
-	}
-	var progress io.Writer
-	if o.Verbose {
-		progress = o.errw()
-	}
-	bo := builds.Options{UPXLevel: o.UPXLevel, PGOProfile: o.PGOProfile, PGODuration: o.PGODuration, CollectProfile: pgocollect.CollectWith(launch.AsUser{Stage: o.stage}), Instrument: o.Instrument, Progress: progress, Verbose: o.Verbose}
-	arts, errs := builds.BuildAll(ctx, src, names, bo)
-	var runc *launch.Runc
-	var fails []error
-	for i, name := range names {
-		if errs[i] != nil {
-			fails = append(fails, fmt.Errorf("%s arm: %w", name, errs[i]))
-			continue
-		}
-		a := arts[i]
-		if err := rf.Add("artifact", a); err != nil {
-			return nil, nil, closeArms, err
-		}
-		arm := steady.Arm{Name: name, Path: a.Path}
-		if sample {
-			arm.Args = steady.SampleArgs
-		}
-		if name == builds.ImageArm {
-			if runc == nil {
-				runc = &launch.Runc{}
-				closeArms = func() { runc.Close() }
-			}
-			if err := runc.Check(); err != nil {
-				fails = append(fails, fmt.Errorf("%s arm: %w", name, err))
-				continue
-			}
-			arm.Path, arm.Launcher = a.Image, runc
-		}
-		arms = append(arms, arm)
-	}
-	for _, f := range fails {
-		fmt.Fprintf(o.errw(), "steady: not measured: %v\n", f)
-		if err := rf.Add("build_error", struct {
-			Error string `json:"error"`
-		}{f.Error()}); err != nil {
-			return nil, nil, closeArms, err
-		}
-	}
-	if len(arms) == 0 {
-		return nil, nil, closeArms, fmt.Errorf("no arm built: %w", errors.Join(fails...))
-	}
-	return arms, errors.Join(fails...), closeArms, nil
+	return out
 }
 
 // pinGenerator pins steady to cpus and gives budgets without a CPU set the
@@ -524,7 +363,7 @@ func pinGenerator(cfg *steady.Config, cpus []int) error {
 
 // soak runs steady.RunSoak, recording each interval as "soak" and each
 // server's trends as "soak_summary", and prints the rows and verdicts.
-func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *resultfile.File, w io.Writer, failed error) error {
+func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *cliopts.Results, w io.Writer, built campaign.Built) error {
 	var rows []steady.SoakRow
 	var sums []steady.SoakSummary
 	err := steady.RunSoak(ctx, cfg, func(r steady.SoakRow) error {
@@ -534,29 +373,17 @@ func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *resultfile.
 		sums = append(sums, s)
 		return rf.Add("soak_summary", s)
 	})
-	fmt.Fprintf(o.errw(), "steady: results in %s\n", rf.Path())
-	if len(rows) > 0 {
-		if rerr := render.Write(w, o.Output, rows); rerr != nil && err == nil {
-			err = rerr
+	show := func(w io.Writer) error {
+		if err := cliopts.Rows(o.Output, rows)(w); err != nil {
+			return err
 		}
-	}
-	if o.Output == render.Table || o.Output == render.Markdown {
-		for _, s := range sums {
-			fmt.Fprintf(w, "\n%s %s: %s over %.0f s at %.0f calls/s (%d intervals, %d calls, %d errors)\n  RSS %s\n  p99 %s\n",
-				s.Arm, s.Budget, s.Verdict, s.Seconds, s.RateReq, s.Intervals, s.Calls, s.Errors, s.RSS.Text, s.P99.Text)
+		if o.Output == render.Table || o.Output == render.Markdown {
+			for _, s := range sums {
+				fmt.Fprintf(w, "\n%s %s: %s over %.0f s at %.0f calls/s (%d intervals, %d calls, %d errors)\n  RSS %s\n  p99 %s\n",
+					s.Arm, s.Budget, s.Verdict, s.Seconds, s.RateReq, s.Intervals, s.Calls, s.Errors, s.RSS.Text, s.P99.Text)
+			}
 		}
+		return nil
 	}
-	if err == nil && failed != nil {
-		err = fmt.Errorf("not every arm was measured: %w", failed)
-	}
-	return err
-}
-
-// errw is where progress and notes go: the command's error writer
-// (cmd.ErrOrStderr(), so tests can read it), stderr before one is set.
-func (o *runOptions) errw() io.Writer {
-	if o.stderr == nil {
-		return os.Stderr
-	}
-	return o.stderr
+	return rf.End(w, show, err, built)
 }

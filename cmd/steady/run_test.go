@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
@@ -40,6 +42,8 @@ func TestParse(t *testing.T) {
 		want steady.Config
 		pkg  string
 		srv  []string
+		bins cliopts.Bins
+		arms []string
 	}{
 		{
 			name: "defaults",
@@ -49,6 +53,21 @@ func TestParse(t *testing.T) {
 				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
 				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
 			},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
+		},
+		{
+			// One binary, as coldstart run takes it: measured as the arms
+			// that apply to a binary (as is, and packed).
+			name: "one binary",
+			args: []string{"--bin", "/bin/a", "--budget", "cpus=0", "--budget", "cores=0.5"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{CPUs: []int{0}}, {Cores: 0.5}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+			},
+			bins: cliopts.Bins{Path: "/bin/a"},
+			arms: []string{"default", "upx"},
 		},
 		{
 			name: "lists and open loop",
@@ -61,21 +80,22 @@ func TestParse(t *testing.T) {
 				Warmup: -1, Calls: 50000, Rounds: 5, Confidence: 0.95, RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128,
 				HTTPPath: "/echo", Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
 			},
-			pkg: "./cmd/api",
-			srv: []string{"--listen={addr}"},
+			pkg:  "./cmd/api",
+			srv:  []string{"--listen={addr}"},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
 		},
 		{
 			name: "bins, ramp, pinning",
 			args: []string{"--bin", "default=/bin/a", "--bin", "pgo=/bin/b", "--ramp", "--rate", "1000", "--duration", "2s",
 				"--pin-server", "0", "--pin-generator", "1"},
 			want: steady.Config{
-				Arms:      []steady.Arm{{Name: "default", Path: "/bin/a"}, {Name: "pgo", Path: "/bin/b"}},
 				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
 				Conns: []int{1}, Pipeline: []int{1}, Scenarios: []steady.Scenario{steady.Ramp}, Rate: 1000,
 				Duration: 2 * time.Second, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95, RampP99: 10 * time.Millisecond,
 				RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo", Budgets: []budget.Budget{{CPUs: []int{0}}},
 				Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
 			},
+			bins: cliopts.Bins{Named: []campaign.Binary{{Name: "default", Path: "/bin/a"}, {Name: "pgo", Path: "/bin/b"}}},
 		},
 		{
 			name: "target, lean client",
@@ -87,6 +107,7 @@ func TestParse(t *testing.T) {
 				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
 				Budgets: []budget.Budget{{}}, Client: steady.ClientLean, WindowLimit: time.Minute,
 			},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
 		},
 		{
 			name: "knative",
@@ -97,6 +118,7 @@ func TestParse(t *testing.T) {
 				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
 				Budgets: []budget.Budget{{}}, Client: steady.ClientLean, WindowLimit: 10 * time.Minute,
 			},
+			arms: []string{"static"},
 		},
 		{
 			name: "soak",
@@ -108,6 +130,7 @@ func TestParse(t *testing.T) {
 				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
 				Soak: 10 * time.Minute, SoakInterval: 30 * time.Second,
 			},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +143,12 @@ func TestParse(t *testing.T) {
 			}
 			if o.Pkg != tt.pkg || !cmp.Equal(o.ServerArgs, tt.srv, cmpopts.EquateEmpty()) {
 				t.Errorf("parse(%q): PKG %q args %q, want %q %q", tt.args, o.Pkg, o.ServerArgs, tt.pkg, tt.srv)
+			}
+			if diff := cmp.Diff(tt.bins, o.Bin, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("parse(%q) --bin (-want +got):\n%s", tt.args, diff)
+			}
+			if diff := cmp.Diff(tt.arms, o.Arms.Names, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("parse(%q) arms (-want +got):\n%s", tt.args, diff)
 			}
 		})
 	}
@@ -144,7 +173,16 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--scenario", "soak"}, `--scenario: unknown scenario "soak"`},
 		{[]string{"--scenario", "open", "--duration", "1s"}, "--rate"},
 		{[]string{"--bin", "a=", "x"}, "--bin"},
-		{[]string{"--bin", "/bin/a", "./pkg"}, "--bin and PKG"},
+		{[]string{"--bin", "/bin/a", "./pkg"}, "--bin /bin/a and PKG ./pkg: give one or the other"},
+		{[]string{"--bin", "/bin/a", "--bin", "/bin/b"}, "--bin: /bin/a and /bin/b: give one PATH"},
+		{[]string{"--bin", "/bin/a", "--bin", "b=/bin/b"}, "--bin: \"b=/bin/b\": PATH and ARM=PATH do not mix"},
+		{[]string{"--bin", "Api=/bin/a"}, `--bin: "Api=/bin/a": arm name "Api": use lower-case letters`},
+		{[]string{"--bin", "a=/bin/a", "--arms", "static"}, "--arms and --bin ARM=PATH: --bin names its own arms"},
+		{[]string{"--arms", "gcc"}, `--arms: unknown arm "gcc" (known: default, pgo, static, upx, image)`},
+		{[]string{"--upx-level", "ultra"}, `--upx-level: unknown upx level "ultra" (known: default, best, lzma)`},
+		{[]string{"--pin-generator", "1000"}, "--pin-generator: CPU 1000 in"},
+		{[]string{"--budget", "cpus=1000"}, "--budget: CPU 1000 in"},
+		{[]string{"-q", "-v"}, "[quiet verbose] were all set"},
 		{[]string{"--bin", "a=/x", "--bin", "a=/y"}, `--bin: arm "a" given twice`},
 		{[]string{"--env", "NOEQUALS"}, "--env"},
 		{[]string{"--budget", "cpus=0", "--pin-server", "0"}, "pin-server"},
