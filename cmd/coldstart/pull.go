@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
-	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
-	"github.com/coldstart-go/coldstart/internal/resultfile"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/pull"
 	"github.com/coldstart-go/coldstart/report"
@@ -157,7 +155,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 		return fmt.Errorf("--registry-port: %w", err)
 	}
 	defer reg.Close()
-	rf, err := resultfile.Create(o.ResultsDir, "pull", provenance.Collect("coldstart", os.Args))
+	rf, err := cliopts.CreateResults("coldstart", o.stderr, o.ResultsDir, "pull", nil)
 	if err != nil {
 		return err
 	}
@@ -173,25 +171,21 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	}
 	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{UPXLevel: o.UPXLevel, Progress: progress, Verbose: o.Verbose})
 	var bins []pull.Binary
-	var failed []error
+	var built campaign.Built // what End names as measured and not
 	for i, a := range arts {
 		if errs[i] != nil {
-			failed = append(failed, fmt.Errorf("%s arm: %w", arms[i], errs[i]))
-			if err := rf.Add("build_error", struct {
-				Error string `json:"error"`
-			}{errs[i].Error()}); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.stderr, "coldstart: not measured: %v\n", failed[len(failed)-1])
+			built.Failed = append(built.Failed, fmt.Errorf("%s arm: %w", arms[i], errs[i]))
 			continue
 		}
-		if err := rf.Add("artifact", a); err != nil {
-			return err
-		}
+		built.Artifacts = append(built.Artifacts, a)
+		built.Arms = append(built.Arms, campaign.Arm{Name: arms[i]})
 		bins = append(bins, pull.Binary{Arm: arms[i], Path: a.Path})
 	}
+	if err := rf.AddBuilt(built.Artifacts, built.Failed); err != nil {
+		return err
+	}
 	if len(bins) == 0 {
-		return fmt.Errorf("no arm built: %w", errors.Join(failed...))
+		return fmt.Errorf("no arm built: %w", built.Err())
 	}
 	rows, err := pull.Run(ctx, pull.Config{
 		Binaries: bins, Compressions: comps, Layerings: lays, Bandwidths: bws,
@@ -204,22 +198,17 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 			}
 		},
 	})
-	fmt.Fprintf(o.stderr, "coldstart: results in %s\n", rf.Path())
-	if err != nil {
-		return err
+	show := func(w io.Writer) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		if err := render.Write(w, o.Output, pull.Summarize(rows)); err != nil {
+			return err
+		}
+		if o.Output == render.Table || o.Output == render.Markdown {
+			fmt.Fprintln(w)
+		}
+		return render.Write(w, o.Output, pull.BreakEvens(rows))
 	}
-	sums := pull.Summarize(rows)
-	if err := render.Write(w, o.Output, sums); err != nil {
-		return err
-	}
-	if o.Output == render.Table || o.Output == render.Markdown {
-		fmt.Fprintln(w)
-	}
-	if err := render.Write(w, o.Output, pull.BreakEvens(rows)); err != nil {
-		return err
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("measured some arms only: %w", errors.Join(failed...))
-	}
-	return nil
+	return rf.End(w, show, err, built)
 }

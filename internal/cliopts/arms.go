@@ -42,18 +42,8 @@ func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsCon
 		cfg.StartConfig.Log = c.Log()
 	}
 	built, err := campaign.BuildArms(ctx, cfg)
-	for _, a := range built.Artifacts {
-		if rerr := r.Add("artifact", a); rerr != nil {
-			return built, rerr
-		}
-	}
-	for _, f := range built.Failed {
-		c.Notef("not measured: %v", f)
-		if rerr := r.Add("build_error", struct {
-			Error string `json:"error"`
-		}{f.Error()}); rerr != nil {
-			return built, rerr
-		}
+	if rerr := r.AddBuilt(built.Artifacts, built.Failed); rerr != nil {
+		return built, rerr
 	}
 	return built, err
 }

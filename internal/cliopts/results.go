@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
@@ -15,20 +16,53 @@ import (
 // one path coldstart and steady write results by.
 type Results struct {
 	*resultfile.File
-	c *Common
+	tool string
+	errw io.Writer // the command's error writer, for notes
 }
 
 // CreateResults starts <--results-dir>/<YYYYMMDD-HHMMSS>_<label>.jsonl with
 // this process's provenance and notes (nil = none), such as a cluster's
 // versions.
 func (c *Common) CreateResults(label string, notes map[string]string) (*Results, error) {
-	prov := provenance.Collect(c.tool, os.Args)
+	return CreateResults(c.tool, c.Errw(), c.ResultsDir, label, notes)
+}
+
+// CreateResults is Common.CreateResults for a command without the shared
+// flags (coldstart pull): tool names the provenance and notes, which go
+// to errw.
+func CreateResults(tool string, errw io.Writer, dir, label string, notes map[string]string) (*Results, error) {
+	prov := provenance.Collect(tool, os.Args)
 	prov.Notes = notes
-	f, err := resultfile.Create(c.ResultsDir, label, prov)
+	f, err := resultfile.Create(dir, label, prov)
 	if err != nil {
 		return nil, err
 	}
-	return &Results{File: f, c: c}, nil
+	return &Results{File: f, tool: tool, errw: errw}, nil
+}
+
+// Notef writes one note ("coldstart: results in ...") to the error
+// writer, whatever -q says: notes are about the results, not progress.
+func (r *Results) Notef(format string, args ...any) {
+	fmt.Fprintf(r.errw, r.tool+": "+format+"\n", args...)
+}
+
+// AddBuilt records each artifact ("artifact") and each arm that could not
+// be made ("build_error"), and names the latter as not measured.
+func (r *Results) AddBuilt(arts []builds.Artifact, failed []error) error {
+	for _, a := range arts {
+		if err := r.Add("artifact", a); err != nil {
+			return err
+		}
+	}
+	for _, f := range failed {
+		r.Notef("not measured: %v", f)
+		if err := r.Add("build_error", struct {
+			Error string `json:"error"`
+		}{f.Error()}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AddAll records each of rows as kind.
@@ -47,7 +81,7 @@ func AddAll[T any](r *Results, kind string, rows []T) error {
 // and returns the campaign's error, else one naming the arms that were not
 // measured (built's failures), after the rest were printed.
 func (r *Results) End(w io.Writer, print func(io.Writer) error, err error, built campaign.Built) error {
-	r.c.Notef("results in %s", r.Path())
+	r.Notef("results in %s", r.Path())
 	if perr := print(w); perr != nil && err == nil {
 		err = perr
 	}
