@@ -53,5 +53,8 @@ for i in $(seq 1 "$CAMPAIGNS"); do
 	if [ "$n" -gt 0 ]; then detected=$((detected + 1)); fi
 	echo "verdict-check steady A/A $i/$CAMPAIGNS: $n comparison(s) with a difference detected (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 done
-mv "$dir"/*.jsonl results/
+# Named apart from campaign files: these rows are A/A checks, not figures.
+for f in "$dir"/*_steady.jsonl; do
+	mv "$f" "results/$(basename "${f%_steady.jsonl}")_steady-aa.jsonl"
+done
 echo "steady A/A: $positives/$comparisons comparisons said a difference was detected (false positives); $detected/$CAMPAIGNS campaigns had at least one"
