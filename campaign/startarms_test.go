@@ -78,6 +78,14 @@ func processesOf(bin string) int {
 func TestStartArmsCampaign(t *testing.T) {
 	sn := snapshotTestConfig(t)
 	base := echoArm(t)
+	// A 50 ms start keeps prebound's first connection queued long enough
+	// for its watcher to see it on a loaded machine (the phase is absent,
+	// not guessed, when the watcher misses it).
+	args := base.Args
+	base.Args = func(tg prober.Target) ([]string, error) {
+		a, err := args(tg)
+		return append(a, "--start-delay", "50ms"), err
+	}
 	for _, cancelAfter := range []int{0, 3} {
 		name := "complete"
 		if cancelAfter > 0 {

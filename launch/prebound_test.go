@@ -46,7 +46,9 @@ func TestPreboundSampleServer(t *testing.T) {
 	for _, tg := range []prober.Target{freeTCP(t), {Network: "unix", Address: prober.SocketPath(socketDir(t))}} {
 		t.Run(tg.Network, func(t *testing.T) {
 			fds := openFDs(t)
-			inst := launchPrebound(t, bin, tg)
+			// A 50 ms start keeps the first connection queued long enough
+			// for the watcher to see it, however late it is scheduled.
+			inst := launchPrebound(t, bin, tg, "--start-delay", "50ms")
 			r := waitReady(t, inst, tg, prober.Health{})
 			s := prober.Sample{Phases: append(inst.Phases(), r.Phases...)}
 			if tg.Network == "tcp" {

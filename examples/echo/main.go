@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
 
@@ -32,7 +33,9 @@ func main() {
 	flag.StringVar(&o.HTTPAddr, "http-addr", os.Getenv("HTTP_ADDR"), "HTTP/1.1 JSON echo address, POST /echo (\"\" = off; default $HTTP_ADDR)")
 	flag.StringVar(&o.DebugAddr, "debug-addr", os.Getenv(rtmetrics.EnvAddr), "pprof and runtime metrics address (\"\" = off; default $"+rtmetrics.EnvAddr+")")
 	flag.DurationVar(&o.NotReadyFor, "not-ready-for", 0, "report NOT_SERVING for this long after start (0 = ready at once)")
+	startDelay := flag.Duration("start-delay", 0, "sleep this long before serving (0 = none): a known slow start, for tests")
 	flag.Parse()
+	time.Sleep(*startDelay)
 	if o.Addr == "" && o.Unix == "" {
 		if p := os.Getenv("PORT"); p != "" {
 			o.Addr = ":" + p
