@@ -34,19 +34,26 @@ func (u *Unary) KeepMetadata(on bool) { u.s.keepMeta = on }
 // status. The message returned is valid until the next Call. A non-OK
 // status is returned as a *status.Status error, as grpc-go returns it.
 func (u *Unary) Call(ctx context.Context) ([]byte, error) {
-	c, s := u.c, u.s
+	c := u.c
 	c.mu.Lock()
+	c.active++
+	msg, err := u.callLocked(ctx)
+	c.active--
+	c.mu.Unlock()
+	return msg, err
+}
+
+// callLocked is Call with c.mu held (released while waiting).
+func (u *Unary) callLocked(ctx context.Context) ([]byte, error) {
+	c, s := u.c, u.s
 	if err := c.openLocked(s, u.block, false); err != nil {
-		c.mu.Unlock()
 		return nil, err
 	}
 	if err := c.sendLocked(s, u.req, true); err != nil {
 		c.cancelLocked(s)
-		c.mu.Unlock()
 		return nil, err
 	}
 	if err := c.flushLocked(); err != nil {
-		c.mu.Unlock()
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
 	for !s.done {
@@ -54,15 +61,13 @@ func (u *Unary) Call(ctx context.Context) ([]byte, error) {
 		c.mu.Unlock()
 		select {
 		case <-s.wake:
+			c.mu.Lock()
 		case <-ctx.Done():
 			c.mu.Lock()
 			c.cancelLocked(s)
-			c.mu.Unlock()
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
-		c.mu.Lock()
 	}
-	defer c.mu.Unlock()
 	if err := s.st.Err(); err != nil {
 		return nil, err
 	}

@@ -4,9 +4,10 @@
 // exists so that a load generator's own CPU per call stays small: no
 // per-call goroutines, no per-call header encoding (each method's request
 // header block is encoded once, with never-indexed literals, so it can be
-// re-sent verbatim), requests from concurrent callers coalesced into one
-// write, responses read in large buffered reads, flow-control updates
-// batched.
+// re-sent verbatim), each call's HEADERS and DATA in one write, requests
+// from concurrent callers coalesced into one write, responses read in
+// large buffered reads made with raw read system calls (see source),
+// flow-control updates and PING acks batched with requests.
 //
 // It speaks the gRPC-over-HTTP/2 protocol with messages as raw bytes
 // (already marshalled protobuf), without compression, TLS, retries, name
@@ -112,6 +113,22 @@ type Conn struct {
 	peerMaxFrame  int
 	peerMaxStream uint32
 	recvUnacked   int64 // DATA bytes received on the connection, not yet returned by WINDOW_UPDATE
+	// active counts the Unary calls in progress: a call that is the only
+	// one writes at once, having nobody to share its write with.
+	active int
+
+	// The one write in progress (see write): its bytes and error, and
+	// the function RawConn.Write runs, made once so a write allocates
+	// nothing.
+	wout  []byte
+	werr  error
+	wfunc func(fd uintptr) bool
+	// The same for the one read in progress (see source), by the reader
+	// (or Dial, before the reader starts).
+	rin   []byte
+	rn    int
+	rerr  error
+	rfunc func(fd uintptr) bool
 
 	readDone chan struct{}
 }
@@ -146,7 +163,8 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
-	c.br = bufio.NewReaderSize(nc, 64<<10)
+	c.wfunc, c.rfunc = c.rawWrite, c.rawRead
+	c.br = bufio.NewReaderSize((*source)(c), 64<<10)
 	c.fr = http2.NewFramer((*appender)(c), c.br)
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.emit)
@@ -221,12 +239,15 @@ func (c *Conn) flushLocked() error {
 		return nil
 	}
 	c.flushing = true
-	// Let the other runnable callers (typically those the reader just
-	// answered) queue their frames first, so they share this write: one
-	// write per batch rather than per call, as an event loop does.
-	c.mu.Unlock()
-	runtime.Gosched()
-	c.mu.Lock()
+	if c.active != 1 || len(c.streams) > 1 {
+		// Let the other runnable callers (typically those the reader just
+		// answered) queue their frames first, so they share this write:
+		// one write per batch rather than per call, as an event loop does.
+		// A lone call has nobody to wait for.
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+	}
 	for len(c.wbuf) > 0 && c.err == nil {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
@@ -247,33 +268,38 @@ func (c *Conn) flushLocked() error {
 // the receiver's TCP path on this CPU for tens of microseconds, the Go
 // scheduler would otherwise hand this thread's P to another thread (a
 // futex wake-up and a thread switch per call on a one-CPU generator). A
-// full socket buffer (EAGAIN) waits on the netpoller as usual.
+// full socket buffer (EAGAIN) waits on the netpoller as usual. Only the
+// caller that set flushing writes, so wout and werr need no lock.
 func (c *Conn) write(buf []byte) error {
 	if c.raw == nil {
 		_, err := c.conn.Write(buf)
 		return err
 	}
-	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		for len(buf) > 0 {
-			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-			switch e {
-			case 0:
-				buf = buf[n:]
-			case syscall.EAGAIN:
-				return false
-			case syscall.EINTR:
-			default:
-				werr = e
-				return true
-			}
-		}
-		return true
-	})
+	c.wout, c.werr = buf, nil
+	err := c.raw.Write(c.wfunc)
+	c.wout = nil
 	if err != nil {
 		return err
 	}
-	return werr
+	return c.werr
+}
+
+// rawWrite writes c.wout; false means the socket buffer is full (wait).
+func (c *Conn) rawWrite(fd uintptr) bool {
+	for len(c.wout) > 0 {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wout[0])), uintptr(len(c.wout)))
+		switch e {
+		case 0:
+			c.wout = c.wout[n:]
+		case syscall.EAGAIN:
+			return false
+		case syscall.EINTR:
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
 }
 
 // failLocked ends the connection: every open stream fails with err.
@@ -565,6 +591,14 @@ func (c *Conn) readLoop() {
 			// About to wait for the server: send what we owe it first
 			// (with the requests of callers about to run, see flushLocked).
 			c.mu.Lock()
+			if c.ctrl && len(c.streams) == 0 && c.err == nil {
+				// No call open: the caller just answered is about to send
+				// its next request, and our acks (grpc-go servers PING for
+				// their bandwidth estimate) can go in the same write.
+				c.mu.Unlock()
+				runtime.Gosched()
+				c.mu.Lock()
+			}
 			if c.ctrl {
 				c.ctrl = false
 				err = c.flushLocked()

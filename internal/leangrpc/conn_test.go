@@ -33,6 +33,7 @@ import (
 //	status:CODE:MESSAGE  fail with that status before any message
 //	meta                 echo, with a header and a trailer of metadata
 //	big:N                answer N bytes
+//	sleep:DURATION       echo after that long
 //	after:N:CODE:MESSAGE (stream) answer N messages, then fail
 //	anything else        echo
 type scripted struct {
@@ -57,6 +58,13 @@ func (scripted) answer(ctx context.Context, p []byte) (*echopb.EchoResponse, err
 	case strings.HasPrefix(s, "big:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(s, "big:"))
 		return &echopb.EchoResponse{Payload: bytes.Repeat([]byte{'z'}, n)}, nil
+	case strings.HasPrefix(s, "sleep:"):
+		d, _ := time.ParseDuration(strings.TrimPrefix(s, "sleep:"))
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return &echopb.EchoResponse{Payload: p}, nil
 }
