@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/coldstart-go/coldstart/internal/echo/echopb"
 	"github.com/coldstart-go/coldstart/prober"
@@ -18,6 +19,9 @@ type grpcTransport struct {
 	conns   []*grpc.ClientConn
 	stream  bool
 	payload []byte
+	// health: call grpc.health.v1.Health/Check instead of Echo (a target
+	// without coldstart's Echo service).
+	health bool
 }
 
 func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool, opt ...grpc.DialOption) (*grpcTransport, error) {
@@ -38,6 +42,9 @@ func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, st
 
 func (g *grpcTransport) caller(ctx context.Context, i int) (caller, error) {
 	cc := g.conns[i%len(g.conns)]
+	if g.health && !g.stream {
+		return &healthCall{cc: cc, req: &healthpb.HealthCheckRequest{}, resp: &healthpb.HealthCheckResponse{}}, nil
+	}
 	req := &echopb.EchoRequest{Payload: g.payload}
 	if !g.stream {
 		return &grpcUnary{cc: cc, req: req, resp: new(echopb.EchoResponse)}, nil

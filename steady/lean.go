@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/coldstart-go/coldstart/internal/echo/echopb"
@@ -39,7 +40,8 @@ type leanTransport struct {
 	authority string
 	conns     []*leanSlot
 	stream    bool
-	msg       []byte // the marshalled EchoRequest
+	method    string // the unary method: Echo, or the health check
+	msg       []byte // its marshalled request
 }
 
 // leanSlot is one connection and what replaced it after a failure.
@@ -55,7 +57,7 @@ func authority(t prober.Target) string {
 	return t.Address
 }
 
-func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream bool) (*leanTransport, error) {
+func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream, health bool) (*leanTransport, error) {
 	if auth == "" {
 		auth = authority(t)
 	}
@@ -63,7 +65,11 @@ func newLean(ctx context.Context, t prober.Target, auth string, conns int, paylo
 	if err != nil {
 		return nil, fmt.Errorf("marshal request: %w", err)
 	}
-	l := &leanTransport{target: t, authority: auth, stream: stream, msg: msg}
+	l := &leanTransport{target: t, authority: auth, stream: stream, method: echoMethod, msg: msg}
+	if health {
+		// HealthCheckRequest{} (the whole server) marshals to no bytes.
+		l.method, l.msg = healthpb.Health_Check_FullMethodName, nil
+	}
 	for i := 0; i < conns; i++ {
 		c, err := leangrpc.Dial(ctx, t.Network, t.Address, auth)
 		if err != nil {
@@ -98,7 +104,7 @@ func (l *leanTransport) caller(ctx context.Context, i int) (caller, error) {
 		return nil, err
 	}
 	if !l.stream {
-		return &leanUnary{l: l, slot: s, c: c, u: c.NewUnary(echoMethod, l.msg)}, nil
+		return &leanUnary{l: l, slot: s, c: c, u: c.NewUnary(l.method, l.msg)}, nil
 	}
 	st, err := c.NewStream(ctx, echoStreamMethod)
 	if err != nil {
@@ -130,7 +136,7 @@ func (u *leanUnary) call(ctx context.Context) error {
 		// The connection broke (this call counts as the error): the next
 		// call goes over a new one.
 		if c, derr := u.l.conn(ctx, u.slot); derr == nil {
-			u.c, u.u = c, c.NewUnary(echoMethod, u.l.msg)
+			u.c, u.u = c, c.NewUnary(u.l.method, u.l.msg)
 		}
 	}
 	return err

@@ -407,6 +407,9 @@ type Row struct {
 	// marks a window whose start and end counts differ.
 	Pods       *int `json:"pods,omitempty"`
 	ScaleEvent bool `json:"scale_event,omitempty"`
+	// Method is the gRPC method called when it is not coldstart's Echo: a
+	// target without it is loaded with health checks (no payload).
+	Method string `json:"method,omitempty" render:"-"`
 }
 
 // Run measures every arm under every budget in interleaved rounds (see
@@ -573,6 +576,9 @@ type server struct {
 	authority string
 	// pods counts the server's instances (nil = one process, not counted).
 	pods func(context.Context) (int, error)
+	// health: the server (a target) has no coldstart Echo service; gRPC
+	// load calls its health check.
+	health bool
 }
 
 // step is one measured window's load shape.

@@ -67,13 +67,22 @@ func selfCPU() time.Duration {
 func newTransport(ctx context.Context, cfg Config, s *server, st step, payload []byte) (transport, error) {
 	switch st.proto {
 	case GRPC:
+		if s.health && st.scenario == Stream {
+			return nil, fmt.Errorf("--scenario stream: %s has no coldstart Echo service (so no EchoStream); steady loads it with unary health checks only", s.addrs.grpc)
+		}
 		if cfg.Client == ClientLean {
-			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream)
+			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream, s.health)
 		}
+		var opt []grpc.DialOption
 		if s.authority != "" {
-			return newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream, grpc.WithAuthority(s.authority))
+			opt = append(opt, grpc.WithAuthority(s.authority))
 		}
-		return newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream)
+		g, err := newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream, opt...)
+		if err != nil {
+			return nil, err
+		}
+		g.health = s.health
+		return g, nil
 	case HTTP1:
 		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload)
 	case H2C:
@@ -230,6 +239,9 @@ func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row 
 	}
 	if st.proto == GRPC {
 		r.Client = cfg.Client
+		if s.health {
+			r.Method, r.PayloadBytes = healthMethod, 0
+		}
 	}
 	if o.elapsed > 0 {
 		r.CallsPerS = float64(o.calls) / o.elapsed.Seconds()

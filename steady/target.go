@@ -8,7 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/echo/echopb"
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -168,14 +174,57 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 			return nil, fmt.Errorf("--server-pid: %w; give the PID of the process listening at %s, or leave --server-pid out (server figures are then unknown)", err, t.Addr)
 		}
 	}
+	health := false
+	if known(cfg.Protocols, GRPC) {
+		var err error
+		if health, err = probeEcho(ctx, t); err != nil {
+			return nil, err
+		}
+		if health && known(cfg.Scenarios, Stream) {
+			return nil, fmt.Errorf("--scenario stream: %s has no coldstart Echo service (so no EchoStream); steady can load it with unary health checks only (sequential, throughput, open, ramp)", t.Addr)
+		}
+		if health {
+			fmt.Fprintf(cfg.Log, "steady: %s at %s has no coldstart Echo service: its gRPC load is %s (no payload)\n", name, t.Addr, healthMethod)
+		}
+	}
 	inst := attach(t.PID)
-	s := &server{arm: name, budget: "unknown", inst: inst, addrs: addrs{grpc: t.Addr, http: t.HTTPAddr}, metered: t.PID > 0,
+	s := &server{health: health, arm: name, budget: "unknown", inst: inst, addrs: addrs{grpc: t.Addr, http: t.HTTPAddr}, metered: t.PID > 0,
 		cleanup: []func(){func() { inst.Stop(context.Background()) }}, authority: t.Authority, pods: t.Pods}
 	if t.DebugAddr != "" {
 		s.addrs.debug = prober.Target{Network: "tcp", Address: t.DebugAddr}
 	}
 	fmt.Fprintf(cfg.Log, "steady: loading %s at %s (pid %s)\n", name, t.Addr, pidText(t.PID))
 	return s, nil
+}
+
+// healthMethod is the standard gRPC health check, what a target without
+// coldstart's Echo service is loaded with.
+const healthMethod = healthpb.Health_Check_FullMethodName
+
+// probeEcho finds out whether a target serves coldstart's Echo. One that
+// answers Unimplemented but serves the standard health check (fortio's
+// gRPC server, say) is loaded with health checks: health is true. Any
+// other answer leaves it to the load, which counts what fails.
+func probeEcho(ctx context.Context, t Target) (health bool, err error) {
+	opts := append([]grpc.DialOption(nil), grpcOptions...)
+	if t.Authority != "" {
+		opts = append(opts, grpc.WithAuthority(t.Authority))
+	}
+	cc, err := grpc.NewClient(t.Addr.GRPCTarget(), opts...)
+	if err != nil {
+		return false, fmt.Errorf("--target: %s: %w", t.Addr, err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	eerr := cc.Invoke(ctx, echoMethod, &echopb.EchoRequest{}, new(echopb.EchoResponse))
+	if status.Code(eerr) != codes.Unimplemented {
+		return false, nil
+	}
+	if herr := cc.Invoke(ctx, healthMethod, &healthpb.HealthCheckRequest{}, new(healthpb.HealthCheckResponse)); herr != nil {
+		return false, fmt.Errorf("--target: %s serves neither coldstart's Echo (%v) nor the gRPC health check (%v); give the address of a gRPC server that has one, or --protocol http1 or h2c", t.Addr, eerr, herr)
+	}
+	return true, nil
 }
 
 func pidText(pid int) string {

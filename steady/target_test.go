@@ -168,3 +168,41 @@ func TestTargetPods(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetHealthOnly: a gRPC server without coldstart's Echo service
+// (slowinit serves only the health check) is loaded with health checks by
+// both clients, and its rows name the method and carry no payload; the
+// stream scenario, which needs EchoStream, is refused before any load.
+func TestTargetHealthOnly(t *testing.T) {
+	bin := testservers.BuildPackage(t, "internal/testservers/slowinit")
+	addr, _ := prober.FreeTCP()
+	_, port, _ := net.SplitHostPort(addr.Address)
+	cmd := startByHand(t, addr, bin, []string{"PORT=" + port, "SLOWINIT_MS=0"})
+	for _, client := range Clients {
+		t.Run(string(client), func(t *testing.T) {
+			var c collect
+			tg := Target{Addr: addr, PID: cmd.Process.Pid}
+			cfg := Config{Target: &tg, Client: client, Scenarios: []Scenario{Sequential, Throughput}, Concurrency: []int{4}, Warmup: 100, Calls: 500, Rounds: 1}
+			if err := Run(context.Background(), cfg, c.record); err != nil {
+				t.Fatal(err)
+			}
+			if len(c.rows) != 2 {
+				t.Fatalf("%d rows, want 2", len(c.rows))
+			}
+			for _, r := range c.rows {
+				if r.Method != healthMethod || r.PayloadBytes != 0 || r.Errors != 0 || r.Calls != 500 || r.ServerCPUUsPerCall == nil {
+					t.Errorf("%s: method %q, payload %d B, %d calls, %d errors (%s), server CPU %v; want 500 health checks without error, metered",
+						r.Scenario, r.Method, r.PayloadBytes, r.Calls, r.Errors, r.FirstError, r.ServerCPUUsPerCall)
+				}
+			}
+		})
+	}
+	tg := Target{Addr: addr}
+	err := Run(context.Background(), Config{Target: &tg, Scenarios: []Scenario{Sequential, Stream}, Warmup: -1, Calls: 10}, func(Row) error {
+		t.Error("a row was recorded")
+		return nil
+	})
+	if want := "--scenario stream: " + addr.String() + " has no coldstart Echo service"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("stream on a health-only target: %v, want an error containing %q", err, want)
+	}
+}
