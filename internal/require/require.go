@@ -28,6 +28,9 @@ const (
 	// VM is qemu and the guest kernels for the pure cgroup v2 tests
 	// (internal/vmtest; scripts/setup.sh, scripts/vm-kernel.sh).
 	VM = "vm"
+	// Fortio is fortio v1.68.2 on $PATH or in $(go env GOPATH)/bin, a
+	// server coldstart did not write (scripts/setup.sh installs it).
+	Fortio = "fortio"
 )
 
 // Required reports whether $COLDSTART_REQUIRE names what (or "all").
