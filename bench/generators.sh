@@ -6,6 +6,7 @@
 #
 #   bench/generators.sh                      # 3 rounds, 20,000 calls at 1 in flight, 100,000 at 32
 #   bench/generators.sh -rounds 5            # flags go to bench/generators (-help lists them)
+#   bench/generators.sh --base main~3         # also steady built from that commit (tool steady-lean-base)
 #
 # Installs h2load (Debian nghttp2-client) and ghz v0.121.0 when missing.
 set -euo pipefail
@@ -28,9 +29,20 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+base=()
+if [ "${1:-}" = --base ]; then
+	# A before/after comparison in one run: steady from REV beside this tree's.
+	rev="$(git rev-parse --verify "$2^{commit}")"
+	shift 2
+	mkdir "$work/base"
+	git archive "$rev" | tar -x -C "$work/base"
+	echo "+ go build -C $work/base -o $work/steady-base ./cmd/steady  # $rev" >&2
+	go build -C "$work/base" -o "$work/steady-base" ./cmd/steady
+	base=(-steady-base "$work/steady-base" -steady-base-rev "$rev" -tools h2load,ghz,steady-grpc,steady-lean,steady-lean-base)
+fi
 echo "+ go build -o $work/echo ./examples/echo && go build -o $work/steady ./cmd/steady && go build -o $work/generators ./bench/generators" >&2
 go build -o "$work/echo" ./examples/echo
 go build -o "$work/steady" ./cmd/steady
 go build -o "$work/generators" ./bench/generators
 
-"$work/generators" -ghz "$gobin/ghz" -h2load "$(command -v h2load)" -server "$work/echo" -steady "$work/steady" "$@"
+"$work/generators" -ghz "$gobin/ghz" -h2load "$(command -v h2load)" -server "$work/echo" -steady "$work/steady" "${base[@]}" "$@"

@@ -89,6 +89,7 @@ type Summary struct {
 
 type options struct {
 	server, steady, ghz, h2load, proto string
+	steadyBase, steadyBaseRev          string
 	serverCPU, genCPU                  string
 	tools                              string
 	rounds, warmup, seqCalls, parCalls int
@@ -100,6 +101,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.server, "server", "", "sample echo server binary (examples/echo)")
 	flag.StringVar(&o.steady, "steady", "", "steady binary")
+	flag.StringVar(&o.steadyBase, "steady-base", "", "a second steady binary (say, built from the commit before a change), run as tool steady-lean-base beside steady-lean; \"\" = none")
+	flag.StringVar(&o.steadyBaseRev, "steady-base-rev", "", "the commit -steady-base was built from, for the provenance")
 	flag.StringVar(&o.ghz, "ghz", "ghz", "ghz binary (v0.121.0)")
 	flag.StringVar(&o.h2load, "h2load", "h2load", "h2load binary (Debian nghttp2-client)")
 	flag.StringVar(&o.proto, "proto", "internal/echo/echopb/echo.proto", "echo.proto for ghz")
@@ -132,6 +135,10 @@ var tools = map[string]tool{
 	"steady-lean": func(ctx context.Context, o options, s *server, c, n int) (Row, error) {
 		return runSteady(ctx, o, s, "lean", c, n)
 	},
+	"steady-lean-base": func(ctx context.Context, o options, s *server, c, n int) (Row, error) {
+		o.steady = o.steadyBase
+		return runSteady(ctx, o, s, "lean", c, n)
+	},
 }
 
 // server is the one server every generator loads.
@@ -146,20 +153,16 @@ func run(ctx context.Context, o options) error {
 	names := strings.Split(o.tools, ",")
 	for _, n := range names {
 		if tools[n] == nil {
-			return fmt.Errorf("-tools: unknown tool %q (known: h2load, ghz, steady-grpc, steady-lean)", n)
+			return fmt.Errorf("-tools: unknown tool %q (known: h2load, ghz, steady-grpc, steady-lean, steady-lean-base)", n)
+		}
+		if n == "steady-lean-base" && o.steadyBase == "" {
+			return fmt.Errorf("-tools: steady-lean-base needs -steady-base, the baseline steady binary")
 		}
 	}
 	prov := provenance.Collect("generators", os.Args)
 	prov.Notes = map[string]string{"load_at_start": loadavg(), "server_cpu": o.serverCPU, "generator_cpu": o.genCPU}
-	if v, err := exec.Command(o.h2load, "--version").Output(); err == nil {
-		prov.Notes["h2load"] = strings.TrimSpace(string(v))
-	}
-	if v, err := exec.Command("go", "version", "-m", o.ghz).Output(); err == nil {
-		for _, l := range strings.Split(string(v), "\n") {
-			if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" {
-				prov.Notes["ghz"] = f[1] + " " + f[2]
-			}
-		}
+	if o.steadyBase != "" {
+		prov.Notes["steady_base_commit"] = o.steadyBaseRev
 	}
 	rf, err := resultfile.Create(o.results, "generators", prov)
 	if err != nil {
