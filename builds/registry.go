@@ -127,6 +127,14 @@ func BuildAll(ctx context.Context, src Source, arms []string, o Options) ([]Arti
 	return arts, errs
 }
 
+// BuildAs takes a prebuilt binary as it is, as arm name (--bin ARM=PATH):
+// the default arm of Source{Bin: path}, renamed.
+func BuildAs(ctx context.Context, name, path string, o Options) (Artifact, error) {
+	arts, errs := BuildAll(ctx, Source{Bin: path}, []string{"default"}, o)
+	arts[0].Arm = name
+	return arts[0], errs[0]
+}
+
 func copyOut(a Artifact, dir string) (Artifact, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return a, fmt.Errorf("create output dir %s: %w", dir, err)

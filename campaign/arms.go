@@ -140,9 +140,8 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	names := append([]string(nil), c.Arms...)
 	for _, b := range c.Binaries {
 		// A binary as it is: the default arm of it, named as the user says.
-		a, err := builds.BuildAll(ctx, builds.Source{Bin: b.Path}, []string{"default"}, c.Build)
-		a[0].Arm = b.Name
-		names, arts, errs = append(names, b.Name), append(arts, a[0]), append(errs, err[0])
+		a, err := builds.BuildAs(ctx, b.Name, b.Path, c.Build)
+		names, arts, errs = append(names, b.Name), append(arts, a), append(errs, err)
 	}
 	for i, name := range names {
 		if errs[i] != nil {

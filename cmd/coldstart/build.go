@@ -23,7 +23,8 @@ import (
 type buildOptions struct {
 	stderr      io.Writer // the command's error writer: progress and logs
 	Pkg         string    // "" = the bundled sample server
-	Bin         string
+	Bin         cliopts.Bins
+	armsGiven   bool
 	Arms        builds.ArmList
 	UPXLevel    builds.UPXLevel
 	PGOProfile  string
@@ -63,13 +64,15 @@ the artifact.`,
 		Example: `  coldstart build
   coldstart build --arms default,upx --upx-level lzma ./cmd/myserver
   coldstart build --arms pgo --pgo-profile cpu.pprof -o json ./cmd/myserver
-  coldstart build --bin ./myserver --arms default,upx`,
+  coldstart build --bin ./myserver --arms default,upx
+  coldstart build --bin old=./server-v1 --bin new=./server-v2 --out-dir arms/`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
 			if len(args) == 1 {
 				o.Pkg = args[0]
 			}
+			o.armsGiven = cmd.Flags().Changed("arms")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -84,7 +87,7 @@ the artifact.`,
 	f.BoolVar(&o.Instrument, "instrument", false, "compile in the debug hook: with $COLDSTART_DEBUG_ADDR set the server serves /debug/pprof/profile and /debug/runtime there")
 	f.StringVar(&o.Push, "push", "", "image arm: push to this REGISTRY/REPO and print the REPO@sha256:... reference coldstart deploy takes (\"\" = no push)")
 	f.StringVar(&o.ImageBase, "image-base", "", "image arm: base image, an OCI layout directory or an image tarball (\"\" = empty base)")
-	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default, as-is, and upx only)")
+	f.Var(&o.Bin, "bin", "a prebuilt server binary instead of PKG: PATH (built as the arms that apply to a binary, default (as-is) and upx, or those --arms names) or ARM=PATH (repeatable; each taken as it is, as arm ARM)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `build cache directory ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
 	f.StringVar(&o.OutDir, "out-dir", "", `copy each artifact here as <name>-<arm>, with its build record <name>-<arm>.json for run --prebuilt ("" = leave them in the cache)`)
 	f.BoolVar(&o.NoCache, "no-cache", false, "build every arm afresh and do not record it")
@@ -97,13 +100,21 @@ the artifact.`,
 }
 
 func (o *buildOptions) validate() error {
-	if o.Bin != "" && o.Pkg != "" {
-		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	if o.Bin.Given() && o.Pkg != "" {
+		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin.String(), o.Pkg)
+	}
+	switch {
+	case len(o.Bin.Named) > 0 && o.armsGiven:
+		return fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
+	case len(o.Bin.Named) > 0:
+		o.Arms = nil
+	case o.Bin.Path != "" && !o.armsGiven:
+		o.Arms = append(builds.ArmList(nil), builds.BinaryArms...)
 	}
 	if o.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", o.PGODuration)
 	}
-	if len(o.Arms) == 0 {
+	if len(o.Arms) == 0 && len(o.Bin.Named) == 0 {
 		return fmt.Errorf("--arms: no arms named (known: %s)", strings.Join(builds.Known(), ", "))
 	}
 	return nil
@@ -123,8 +134,10 @@ type buildRow struct {
 func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	var src builds.Source
 	switch {
-	case o.Bin != "":
-		src = builds.Source{Bin: o.Bin}
+	case o.Bin.Path != "":
+		src = builds.Source{Bin: o.Bin.Path}
+	case len(o.Bin.Named) > 0:
+		// No source to build: each binary is taken as it is, below.
 	case o.Pkg != "":
 		src = builds.Source{Pkg: o.Pkg}
 	default:
@@ -165,6 +178,10 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	}
 	builds.SetImageOptions(iopts...)
 	arts, errs := builds.BuildAll(ctx, src, o.Arms, bo)
+	for _, b := range o.Bin.Named {
+		a, err := builds.BuildAs(ctx, b.Name, b.Path, bo)
+		arts, errs = append(arts, a), append(errs, err)
+	}
 	built, rows := buildRows(arts, errs)
 	var err error
 	if o.Output == render.JSON {

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 )
 
@@ -52,7 +54,16 @@ func TestBuildCmdParse(t *testing.T) {
 				o.Pkg = "example.com/srv"
 			}), ""},
 		{"prebuilt binary", []string{"--bin", "./srv", "--arms", "default,upx", "-q"},
-			with(func(o *buildOptions) { o.Bin = "./srv"; o.Arms = builds.ArmList{"default", "upx"}; o.Quiet = true }), ""},
+			with(func(o *buildOptions) { o.Bin.Path = "./srv"; o.Arms = builds.ArmList{"default", "upx"}; o.Quiet = true }), ""},
+		{"prebuilt binary, arms that apply", []string{"--bin", "./srv"},
+			with(func(o *buildOptions) { o.Bin.Path = "./srv"; o.Arms = builds.ArmList{"default", "upx"} }), ""},
+		{"named binaries", []string{"--bin", "a=./srv", "--bin", "b=./srv"},
+			with(func(o *buildOptions) {
+				o.Bin.Named = []campaign.Binary{{Name: "a", Path: "./srv"}, {Name: "b", Path: "./srv"}}
+				o.Arms = nil
+			}), ""},
+		{"named binaries and arms", []string{"--bin", "a=./srv", "--arms", "upx"}, nil, "--arms and --bin ARM=PATH: --bin names its own arms"},
+		{"path and named binary", []string{"--bin", "./srv", "--bin", "a=./srv"}, nil, "PATH and ARM=PATH do not mix"},
 		{"unknown arm", []string{"--arms", "default,gcc"}, nil, `--arms: unknown arm "gcc" (known: default, pgo, static, upx`},
 		{"unknown upx level", []string{"--upx-level", "brute"}, nil, `--upx-level: unknown upx level "brute" (known: default, best, lzma)`},
 		{"unknown format", []string{"-o", "xml"}, nil, `--output: unknown format "xml"`},
@@ -78,7 +89,7 @@ func TestBuildCmdParse(t *testing.T) {
 // missing upx, through the command's real run function: rows on stdout for
 // what built, an error for what did not.
 func TestRunBuild(t *testing.T) {
-	o := &buildOptions{Bin: "/bin/true", Arms: builds.ArmList{"default"}, UPXLevel: builds.UPXDefault,
+	o := &buildOptions{Bin: cliopts.Bins{Path: "/bin/true"}, Arms: builds.ArmList{"default"}, UPXLevel: builds.UPXDefault,
 		PGODuration: time.Second, Output: render.JSON, CacheDir: t.TempDir(), Quiet: true}
 	var out bytes.Buffer
 	if err := runBuild(context.Background(), o, &out); err != nil {
@@ -98,6 +109,20 @@ func TestRunBuild(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "arm ") || !strings.Contains(out.String(), "as-is") {
 		t.Errorf("table output:\n%s\nwant a header and the default row", out.String())
+	}
+
+	// The same binary under two names: two arms, each as it is.
+	o.Bin = cliopts.Bins{Named: []campaign.Binary{{Name: "a", Path: "/bin/true"}, {Name: "b", Path: "/bin/true"}}}
+	o.Arms = nil
+	o.Output = render.CSV
+	out.Reset()
+	if err := runBuild(context.Background(), o, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\na,", "\nb,"} {
+		if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "as-is") {
+			t.Errorf("build --bin a=/bin/true --bin b=/bin/true output lacks row %q:\n%s", want[1:], out.String())
+		}
 	}
 }
 

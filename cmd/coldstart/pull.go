@@ -22,7 +22,8 @@ import (
 type pullOptions struct {
 	stderr       io.Writer // the command's error writer: progress and logs
 	Pkg          string
-	Bin          string
+	Bin          cliopts.Bins
+	armsGiven    bool
 	Arms         builds.ArmList
 	UPXLevel     builds.UPXLevel
 	Compression  string
@@ -65,6 +66,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
 			o.Pkg, o.ServerArgs, o.extraPositional = cliopts.SplitArgs(cmd, args)
+			o.armsGiven = cmd.Flags().Changed("arms")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -73,7 +75,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 	}
 	f := cmd.Flags()
 	f.Var(&o.Arms, "arms", "binary arms to put in images, comma-separated (known: default, static, upx, pgo)")
-	f.StringVar(&o.Bin, "bin", "", "a prebuilt server binary instead of PKG (arms default and upx only)")
+	f.Var(&o.Bin, "bin", "a prebuilt server binary instead of PKG: PATH (as the arms that apply to a binary, default and upx, or those --arms names) or ARM=PATH (repeatable; each put in images as it is, as arm ARM)")
 	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
 	f.StringVar(&o.Compression, "compression", o.Compression, "layer compressions, comma-separated: gzip, zstd")
 	f.StringVar(&o.Bandwidth, "bandwidth", o.Bandwidth, "node link speeds, comma-separated: a number and kbit, Mbit or Gbit (bits per second), or max (no cap)")
@@ -94,8 +96,16 @@ func (o *pullOptions) validate() error {
 	if len(o.extraPositional) > 1 {
 		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.extraPositional)
 	}
-	if o.Bin != "" && o.Pkg != "" {
-		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin, o.Pkg)
+	if o.Bin.Given() && o.Pkg != "" {
+		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin.String(), o.Pkg)
+	}
+	switch {
+	case len(o.Bin.Named) > 0 && o.armsGiven:
+		return fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
+	case len(o.Bin.Named) > 0:
+		o.Arms = nil
+	case o.Bin.Path != "" && !o.armsGiven:
+		o.Arms = append(builds.ArmList(nil), builds.BinaryArms...)
 	}
 	for _, a := range o.Arms {
 		if a == builds.ImageArm {
@@ -159,9 +169,9 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	src := builds.Source{Pkg: o.Pkg, Bin: o.Bin}
+	src := builds.Source{Pkg: o.Pkg, Bin: o.Bin.Path}
 	args := o.ServerArgs
-	if src.Pkg == "" && src.Bin == "" {
+	if src.Pkg == "" && src.Bin == "" && len(o.Bin.Named) == 0 {
 		if src, err = builds.SampleSource(); err != nil {
 			return err
 		}
@@ -169,7 +179,12 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 			args = []string{"--addr", "{addr}"}
 		}
 	}
-	arts, errs := builds.BuildAll(ctx, src, arms, builds.Options{UPXLevel: o.UPXLevel, Progress: progress, Verbose: o.Verbose})
+	bo := builds.Options{UPXLevel: o.UPXLevel, Progress: progress, Verbose: o.Verbose}
+	arts, errs := builds.BuildAll(ctx, src, arms, bo)
+	for _, b := range o.Bin.Named {
+		a, err := builds.BuildAs(ctx, b.Name, b.Path, bo)
+		arms, arts, errs = append(arms, b.Name), append(arts, a), append(errs, err)
+	}
 	var bins []pull.Binary
 	var built campaign.Built // what End names as measured and not
 	for i, a := range arts {

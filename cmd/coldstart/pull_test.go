@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/render"
 )
 
@@ -51,6 +52,14 @@ func TestPullFlags(t *testing.T) {
 		{name: "unknown upx level", args: []string{"--upx-level", "ultra"}, wantErr: `--upx-level: unknown upx level "ultra" (known: default, best, lzma)`},
 		{name: "port out of range", args: []string{"--registry-port", "70000"}, wantErr: "--registry-port: 70000, want 1..65535, or 0 for any free port"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "named binaries", args: []string{"--bin", "v1=./a", "--bin", "v2=./b"},
+			want: base(func(o *pullOptions) {
+				o.Bin.Named = []campaign.Binary{{Name: "v1", Path: "./a"}, {Name: "v2", Path: "./b"}}
+				o.Arms = nil
+			})},
+		{name: "binary as the arms that apply", args: []string{"--bin", "./a"},
+			want: base(func(o *pullOptions) { o.Bin.Path = "./a"; o.Arms = builds.ArmList{"default", "upx"} })},
+		{name: "named binaries and arms", args: []string{"--bin", "v1=./a", "--arms", "upx"}, wantErr: "--arms and --bin ARM=PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
