@@ -12,29 +12,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+
+	"github.com/coldstart-go/coldstart/record"
 )
-
-// Std is the module name given to the standard library's packages.
-const Std = "std"
-
-// Modules maps a binary's packages to the modules that provide them, from
-// the build info the Go linker embeds (what `go version -m` prints).
-type Modules struct {
-	// Binary is the file the build info was read from (for a UPX-packed
-	// binary: the unpacked twin).
-	Binary string `json:"binary"`
-	// Main is the main module's path ("" without module info), and its
-	// version ("(devel)" for a build in its own checkout).
-	Main        string `json:"main"`
-	MainVersion string `json:"main_version,omitempty"`
-	// GoVersion is the toolchain that built it.
-	GoVersion string `json:"go_version"`
-	// Deps are the dependency modules, path → version.
-	Deps map[string]string `json:"deps,omitempty"`
-	// Note says what could not be read, and so what cannot be attributed
-	// ("" when the build info was read).
-	Note string `json:"note,omitempty"`
-}
 
 // ErrNoBuildInfo is returned when a binary carries no Go build info: it is
 // not a Go program, or its build info was stripped or packed away.
@@ -46,9 +26,9 @@ var upxMagic = []byte("UPX!")
 // ReadModules reads bin's build info. A UPX-packed binary has none
 // readable (the packed file hides it): its unpacked twin (`upx -d` into a
 // temp file, removed afterwards) is read instead. Without build info it
-// returns a Modules whose Note says why, and ErrNoBuildInfo.
-func ReadModules(ctx context.Context, bin string) (Modules, error) {
-	m := Modules{Binary: bin}
+// returns a record.Modules whose Note says why, and ErrNoBuildInfo.
+func ReadModules(ctx context.Context, bin string) (record.Modules, error) {
+	m := record.Modules{Binary: bin}
 	bi, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		packed, perr := isUPX(bin)
@@ -116,46 +96,4 @@ func unpackedBuildInfo(ctx context.Context, bin string) (*debug.BuildInfo, error
 		return nil, fmt.Errorf("upx -d %s: %v: %s", bin, err, strings.TrimSpace(stderr.String()))
 	}
 	return buildinfo.ReadFile(out)
-}
-
-// Module names the module that provides pkg: Std for the standard
-// library, the main module or the dependency whose path is the longest
-// prefix of pkg, or "" when it cannot be told (no module info).
-func (m Modules) Module(pkg string) string {
-	if m.Main != "" && under(pkg, m.Main) {
-		return m.Main
-	}
-	best := ""
-	for p := range m.Deps {
-		if under(pkg, p) && len(p) > len(best) {
-			best = p
-		}
-	}
-	if best != "" {
-		return best
-	}
-	if isStd(pkg) {
-		return Std
-	}
-	return ""
-}
-
-// Version is the version of module mod ("" for std).
-func (m Modules) Version(mod string) string {
-	if mod == m.Main && mod != "" {
-		return m.MainVersion
-	}
-	return m.Deps[mod]
-}
-
-func under(pkg, mod string) bool {
-	return pkg == mod || strings.HasPrefix(pkg, mod+"/")
-}
-
-// isStd: standard-library import paths have no dot in their first element
-// (the go command's own rule); "main" is the main package of a build
-// without modules, not the standard library.
-func isStd(pkg string) bool {
-	first, _, _ := strings.Cut(pkg, "/")
-	return first != "main" && !strings.Contains(first, ".")
 }

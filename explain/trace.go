@@ -1,8 +1,9 @@
-// Package explain attributes a Go server's start-up time: it starts the
-// server with GODEBUG=inittrace=1, reads the runtime's per-package init
-// lines from its stderr as they arrive, maps each package to its module
-// through the binary's build info, and splits the start into phases
-// (exec → runtime ready → inits done → accepting → first RPC).
+// Package explain collects what attributes a Go server's start-up time: it
+// reads the runtime's per-package init lines (GODEBUG=inittrace=1) from the
+// server's stderr as they arrive, turns each start into a record.Trace with
+// the traced phases (exec → runtime ready → inits done → accepting → first
+// RPC), and reads the binary's build info (record.Modules) so packages map
+// to modules. record.Explain analyzes the traces.
 package explain
 
 import (
@@ -13,61 +14,39 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coldstart-go/coldstart/record"
 )
 
-// Init is one package's init, as the Go runtime traces it:
-//
-//	init PKG @T ms, D ms clock, B bytes, N allocs
-//
-// Times are milliseconds; the runtime truncates them (whole ms from 10 ms
-// up, two significant digits below), so each carries its resolution.
-type Init struct {
-	Package string  `json:"package"`
-	AtMs    float64 `json:"at_ms"`    // start, from the runtime's start (runtime.main)
-	ClockMs float64 `json:"clock_ms"` // wall time of the package's init functions
-	Bytes   int64   `json:"bytes"`    // heap bytes allocated by them
-	Allocs  int64   `json:"allocs"`   // heap allocations made by them
-	// AtResMs and ClockResMs are the printed values' resolution: the true
-	// value lies in [printed, printed+resolution).
-	AtResMs    float64 `json:"at_res_ms"`
-	ClockResMs float64 `json:"clock_res_ms"`
-	// ArrivedMs is when coldstart read the line from the server's stderr,
-	// in milliseconds from the launch's t0 (0 when not known).
-	ArrivedMs float64 `json:"arrived_ms,omitempty"`
-}
-
-// EndMs is when the init ended, from the runtime's start (lower bound).
-func (i Init) EndMs() float64 { return i.AtMs + i.ClockMs }
-
 // ParseInit parses one inittrace line. ok is false for any other line.
-func ParseInit(line string) (Init, bool) {
+func ParseInit(line string) (record.PackageInit, bool) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "init ")
 	if !ok {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
 	pkg, rest, ok := strings.Cut(rest, " @")
 	if !ok || pkg == "" || strings.ContainsAny(pkg, " \t") {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
 	// "T ms, D ms clock, B bytes, N allocs"
 	f := strings.Split(rest, ", ")
 	if len(f) != 4 {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
-	var in Init
+	var in record.PackageInit
 	in.Package = pkg
 	var err error
 	if in.AtMs, in.AtResMs, err = msField(f[0], " ms"); err != nil {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
 	if in.ClockMs, in.ClockResMs, err = msField(f[1], " ms clock"); err != nil {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
 	if in.Bytes, err = intField(f[2], " bytes"); err != nil {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
 	if in.Allocs, err = intField(f[3], " allocs"); err != nil {
-		return Init{}, false
+		return record.PackageInit{}, false
 	}
 	return in, true
 }
@@ -115,7 +94,7 @@ type Collector struct {
 
 	mu      sync.Mutex
 	partial []byte
-	inits   []Init
+	inits   []record.PackageInit
 	other   int
 	first   string // first line that is not an init line
 }
@@ -176,10 +155,10 @@ func (c *Collector) line(s string, now time.Time) {
 }
 
 // Inits returns the init lines seen so far, in order.
-func (c *Collector) Inits() []Init {
+func (c *Collector) Inits() []record.PackageInit {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Init(nil), c.inits...)
+	return append([]record.PackageInit(nil), c.inits...)
 }
 
 // OtherLines is how many non-trace lines the server wrote to stderr, and
@@ -191,8 +170,8 @@ func (c *Collector) OtherLines() (int, string) {
 }
 
 // ParseAll reads init lines from a whole stderr text (no arrival times).
-func ParseAll(text string) []Init {
-	var out []Init
+func ParseAll(text string) []record.PackageInit {
+	var out []record.PackageInit
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {

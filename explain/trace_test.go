@@ -6,25 +6,27 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/coldstart-go/coldstart/record"
 )
 
 func TestParseInit(t *testing.T) {
 	tests := []struct {
 		line string
-		want Init
+		want record.PackageInit
 		ok   bool
 	}{
 		{"init internal/bytealg @0.008 ms, 0 ms clock, 0 bytes, 0 allocs",
-			Init{Package: "internal/bytealg", AtMs: 0.008, AtResMs: 0.001, ClockMs: 0, ClockResMs: 0.001}, true},
+			record.PackageInit{Package: "internal/bytealg", AtMs: 0.008, AtResMs: 0.001, ClockMs: 0, ClockResMs: 0.001}, true},
 		{"init google.golang.org/grpc @32 ms, 0.13 ms clock, 29352 bytes, 486 allocs",
-			Init{Package: "google.golang.org/grpc", AtMs: 32, AtResMs: 1, ClockMs: 0.13, ClockResMs: 0.01, Bytes: 29352, Allocs: 486}, true},
+			record.PackageInit{Package: "google.golang.org/grpc", AtMs: 32, AtResMs: 1, ClockMs: 0.13, ClockResMs: 0.01, Bytes: 29352, Allocs: 486}, true},
 		{"init example.com/heavy @1.8 ms, 30 ms clock, 4198728 bytes, 22 allocs\n",
-			Init{Package: "example.com/heavy", AtMs: 1.8, AtResMs: 0.1, ClockMs: 30, ClockResMs: 1, Bytes: 4198728, Allocs: 22}, true},
-		{"heavy: init took 30.633 ms", Init{}, false},
-		{"init x @1 ms, 2 ms clock, 3 bytes", Init{}, false},
-		{"init x @1 ms, 2 ms clock, many bytes, 4 allocs", Init{}, false},
-		{"init  @1 ms, 2 ms clock, 3 bytes, 4 allocs", Init{}, false},
-		{"", Init{}, false},
+			record.PackageInit{Package: "example.com/heavy", AtMs: 1.8, AtResMs: 0.1, ClockMs: 30, ClockResMs: 1, Bytes: 4198728, Allocs: 22}, true},
+		{"heavy: init took 30.633 ms", record.PackageInit{}, false},
+		{"init x @1 ms, 2 ms clock, 3 bytes", record.PackageInit{}, false},
+		{"init x @1 ms, 2 ms clock, many bytes, 4 allocs", record.PackageInit{}, false},
+		{"init  @1 ms, 2 ms clock, 3 bytes, 4 allocs", record.PackageInit{}, false},
+		{"", record.PackageInit{}, false},
 	}
 	for _, tt := range tests {
 		got, ok := ParseInit(tt.line)
@@ -59,7 +61,7 @@ func TestCollectorSplitsWritesAndRebases(t *testing.T) {
 }
 
 func TestTracedPhases(t *testing.T) {
-	inits := []Init{
+	inits := []record.PackageInit{
 		// runtime started at 2.0 ms from t0: this line was read 0.05 ms late
 		{Package: "a", AtMs: 0.010, ClockMs: 0.020, AtResMs: 0.001, ClockResMs: 0.001, ArrivedMs: 2.080},
 		// read 1 ms late (the reader was busy): must not move the estimate
@@ -77,7 +79,7 @@ func TestTracedPhases(t *testing.T) {
 	if _, _, ok := tracedPhases(nil); ok {
 		t.Error("tracedPhases(nil) ok, want not ok")
 	}
-	if _, _, ok := tracedPhases([]Init{{Package: "x"}}); ok {
+	if _, _, ok := tracedPhases([]record.PackageInit{{Package: "x"}}); ok {
 		t.Error("tracedPhases without arrival times ok, want not ok")
 	}
 }
@@ -95,34 +97,5 @@ func TestStripTrace(t *testing.T) {
 	only := "server exited: x: exit status 0; stderr:\ninit a @0.01 ms, 0 ms clock, 0 bytes, 0 allocs"
 	if got := StripTrace(only); !strings.Contains(got, "1 init trace lines, nothing else") {
 		t.Errorf("StripTrace(only trace) = %q, want it to say only trace lines were written", got)
-	}
-}
-
-func TestModuleOf(t *testing.T) {
-	m := Modules{Main: "example.com/app", Deps: map[string]string{
-		"google.golang.org/grpc": "v1.85.0", "google.golang.org/grpc/security/advancedtls": "v1.0.0",
-		"golang.org/x/net": "v0.40.0",
-	}}
-	tests := map[string]string{
-		"example.com/app":                               "example.com/app",
-		"example.com/app/internal/x":                    "example.com/app",
-		"example.com/application":                       Unattributed,
-		"google.golang.org/grpc/health":                 "google.golang.org/grpc",
-		"google.golang.org/grpc/security/advancedtls/x": "google.golang.org/grpc/security/advancedtls",
-		"golang.org/x/net/http2":                        "golang.org/x/net",
-		"net/http":                                      Std,
-		"vendor/golang.org/x/net/http2/hpack":           Std,
-		"main":                                          Unattributed,
-	}
-	for pkg, want := range tests {
-		if got := moduleOf(m, pkg); got != want {
-			t.Errorf("moduleOf(%q) = %q, want %q", pkg, got, want)
-		}
-	}
-	if got := moduleOf(Modules{}, "net/http"); got != Std {
-		t.Errorf("without build info, moduleOf(net/http) = %q, want %q", got, Std)
-	}
-	if got := moduleOf(Modules{}, "github.com/x/y"); got != Unattributed {
-		t.Errorf("without build info, moduleOf(github.com/x/y) = %q, want %q", got, Unattributed)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Bandwidth is a link speed in bits per second; 0 means no cap ("max").
@@ -88,25 +90,16 @@ func (b Bandwidth) String() string {
 	return strconv.FormatInt(int64(b), 10) + "bit"
 }
 
-// Compression is how an image's layers are compressed.
-type Compression string
-
-// The layer compressions go-containerregistry writes.
-const (
-	Gzip Compression = "gzip"
-	Zstd Compression = "zstd"
-)
-
 // ParseCompressions reads a comma-separated list of compressions.
-func ParseCompressions(s string) ([]Compression, error) {
-	var out []Compression
-	seen := map[Compression]bool{}
+func ParseCompressions(s string) ([]record.Compression, error) {
+	var out []record.Compression
+	seen := map[record.Compression]bool{}
 	for _, f := range strings.Split(s, ",") {
-		c := Compression(strings.ToLower(strings.TrimSpace(f)))
+		c := record.Compression(strings.ToLower(strings.TrimSpace(f)))
 		if c == "" {
 			continue
 		}
-		if c != Gzip && c != Zstd {
+		if c != record.Gzip && c != record.Zstd {
 			return nil, fmt.Errorf("unknown compression %q (known: gzip, zstd)", f)
 		}
 		if !seen[c] {
@@ -120,27 +113,16 @@ func ParseCompressions(s string) ([]Compression, error) {
 	return out, nil
 }
 
-// Layering is how an image's files are split into layers.
-type Layering string
-
-// Single puts the base files and the binary in one layer; Split puts the
-// base files (which do not change between deploys) in one layer and the
-// binary (which changes on every build) in another.
-const (
-	Single Layering = "single"
-	Split  Layering = "split"
-)
-
 // ParseLayerings reads a comma-separated list of layerings.
-func ParseLayerings(s string) ([]Layering, error) {
-	var out []Layering
-	seen := map[Layering]bool{}
+func ParseLayerings(s string) ([]record.Layering, error) {
+	var out []record.Layering
+	seen := map[record.Layering]bool{}
 	for _, f := range strings.Split(s, ",") {
-		l := Layering(strings.ToLower(strings.TrimSpace(f)))
+		l := record.Layering(strings.ToLower(strings.TrimSpace(f)))
 		if l == "" {
 			continue
 		}
-		if l != Single && l != Split {
+		if l != record.SingleLayer && l != record.SplitLayers {
 			return nil, fmt.Errorf("unknown layering %q (known: single, split)", f)
 		}
 		if !seen[l] {

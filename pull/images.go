@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Binary is one arm's server binary, to be put in images.
@@ -31,20 +32,8 @@ type Binary struct {
 	Path string
 }
 
-// Variant names one image: an arm's binary, its layers' compression, and
-// how its files are split into layers.
-type Variant struct {
-	Arm         string      `json:"arm"`
-	Compression Compression `json:"compression"`
-	Layering    Layering    `json:"layering"`
-}
-
-func (v Variant) String() string {
-	return v.Arm + "/" + string(v.Compression) + "/" + string(v.Layering)
-}
-
-// repo is the variant's repository in the local registry.
-func (v Variant) repo() string {
+// repo is variant v's repository in the local registry.
+func repo(v record.PullVariant) string {
 	return "coldstart/" + repoUnsafe.ReplaceAllString(strings.ToLower(v.Arm), "-") + "-" + string(v.Compression) + "-" + string(v.Layering)
 }
 
@@ -116,10 +105,10 @@ func layerTar(fs []file, mtime time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func newLayer(tarBytes []byte, c Compression) (v1.Layer, error) {
+func newLayer(tarBytes []byte, c record.Compression) (v1.Layer, error) {
 	opts := []tarball.LayerOption{tarball.WithCompressedCaching}
 	switch c {
-	case Zstd:
+	case record.Zstd:
 		opts = append(opts, tarball.WithCompression(compression.ZStd), tarball.WithMediaType(types.OCILayerZStd))
 	default:
 		opts = append(opts, tarball.WithCompression(compression.GZip), tarball.WithMediaType(types.OCILayer))
@@ -131,14 +120,14 @@ func newLayer(tarBytes []byte, c Compression) (v1.Layer, error) {
 
 // BuildVariant is the image of variant v around bin for the given deploy
 // (1, 2, ...): the base files and the binary at builds.ImageEntrypoint, in
-// one layer (Single) or a base layer and a binary layer (Split); config as
+// one layer (record.SingleLayer) or a base layer and a binary layer (record.SplitLayers); config as
 // the image arm's (entrypoint, nonroot user, $PORT). Deploys differ only in
 // the binary layer.
-func BuildVariant(bin Binary, v Variant, deploy int) (v1.Image, error) {
+func BuildVariant(bin Binary, v record.PullVariant, deploy int) (v1.Image, error) {
 	binFile := file{name: "server", path: bin.Path, mode: 0o755}
 	var tars [][]byte
 	switch v.Layering {
-	case Split:
+	case record.SplitLayers:
 		base, err := layerTar(baseFiles(), baseTime)
 		if err != nil {
 			return nil, fmt.Errorf("build %s image: %w", v, err)
@@ -186,8 +175,8 @@ func BuildVariant(bin Binary, v Variant, deploy int) (v1.Image, error) {
 
 // Push writes img to the registry as the variant's repository, tagged
 // with the deploy number, and returns the digest reference a node pulls.
-func (r *Registry) Push(ctx context.Context, v Variant, deploy int, img v1.Image) (string, error) {
-	tag, err := name.NewTag(fmt.Sprintf("%s/%s:%d", r.Host(), v.repo(), deploy))
+func (r *Registry) Push(ctx context.Context, v record.PullVariant, deploy int, img v1.Image) (string, error) {
+	tag, err := name.NewTag(fmt.Sprintf("%s/%s:%d", r.Host(), repo(v), deploy))
 	if err != nil {
 		return "", fmt.Errorf("push %s: %w", v, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
@@ -114,7 +114,7 @@ func TestBandwidthCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if refs[bw], err = reg.Push(ctx, Variant{Arm: "random-" + bw.String(), Compression: Gzip, Layering: Single}, 1, img); err != nil {
+		if refs[bw], err = reg.Push(ctx, record.PullVariant{Arm: "random-" + bw.String(), Compression: record.Gzip, Layering: record.SingleLayer}, 1, img); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,13 +246,13 @@ func TestRunSampleServer(t *testing.T) {
 	var recorded int
 	rows, err := Run(context.Background(), Config{
 		Binaries:     []Binary{{Arm: "static", Path: bin}},
-		Compressions: []Compression{Gzip, Zstd},
-		Layerings:    []Layering{Single, Split},
+		Compressions: []record.Compression{record.Gzip, record.Zstd},
+		Layerings:    []record.Layering{record.SingleLayer, record.SplitLayers},
 		Bandwidths:   []Bandwidth{Max, 200_000_000},
 		Port:         port,
 		WorkDir:      work,
 		Starter:      ProcessStarter{},
-		Record:       func(Row) error { recorded++; return nil },
+		Record:       func(record.PullRow) error { recorded++; return nil },
 		Progress:     t.Logf,
 	})
 	if err != nil {
@@ -267,34 +267,34 @@ func TestRunSampleServer(t *testing.T) {
 	if !refused(port) {
 		t.Errorf("registry still answers on port %d after Run", port)
 	}
-	second := map[Layering]Row{}
+	second := map[record.Layering]record.PullRow{}
 	for _, r := range rows {
 		if r.WireBytes < r.LayerBytes || r.LayerBytes <= 0 {
-			t.Errorf("%s deploy %d: wire_bytes %d < layer_bytes %d", r.Variant, r.Deploy, r.WireBytes, r.LayerBytes)
+			t.Errorf("%s deploy %d: wire_bytes %d < layer_bytes %d", r.PullVariant, r.Deploy, r.WireBytes, r.LayerBytes)
 		}
 		if r.Deploy == 1 {
 			if r.LayersReused != 0 || r.ColdStartMs <= 0 || r.WarmStartMs <= 0 || r.NodeToFirstRPCMs <= r.ImageReadyMs {
-				t.Errorf("%s deploy 1: %+v", r.Variant, r)
+				t.Errorf("%s deploy 1: %+v", r.PullVariant, r)
 			}
 			if r.ResidentAfter == nil || r.ResidentAfter.Resident >= r.ResidentBefore.Resident {
-				t.Errorf("%s: eviction left %v of %v resident pages", r.Variant, r.ResidentAfter, r.ResidentBefore)
+				t.Errorf("%s: eviction left %v of %v resident pages", r.PullVariant, r.ResidentAfter, r.ResidentBefore)
 			}
 		}
-		if r.Deploy == 2 && r.Compression == Gzip && r.Bandwidth == "max" {
+		if r.Deploy == 2 && r.Compression == record.Gzip && r.Bandwidth == "max" {
 			second[r.Layering] = r
 		}
 	}
 	// A second deploy of the split image fetches only the binary's layer:
 	// fewer bytes than the single-layer image, which fetches all of it.
-	if s, o := second[Split], second[Single]; s.LayersReused != 1 || s.LayersPulled != 1 || o.LayersPulled != 1 || s.LayerBytes >= o.LayerBytes {
+	if s, o := second[record.SplitLayers], second[record.SingleLayer]; s.LayersReused != 1 || s.LayersPulled != 1 || o.LayersPulled != 1 || s.LayerBytes >= o.LayerBytes {
 		t.Errorf("second deploy: split %+v, single %+v; want split to reuse its base layer and fetch fewer bytes", s, o)
 	}
-	sums := Summarize(rows)
+	sums := record.SummarizePulls(rows)
 	if len(sums) != 16 {
-		t.Errorf("Summarize: %d summaries, want 16", len(sums))
+		t.Errorf("SummarizePulls: %d summaries, want 16", len(sums))
 	}
-	if be := BreakEvens(rows); len(be) != 4 { // gzip vs zstd, per layering and bandwidth
-		t.Errorf("BreakEvens: %d, want 4: %+v", len(be), be)
+	if be := record.PullBreakEvens(rows); len(be) != 4 { // gzip vs zstd, per layering and bandwidth
+		t.Errorf("PullBreakEvens: %d, want 4: %+v", len(be), be)
 	}
 }
 
@@ -311,8 +311,8 @@ func TestRunInterrupted(t *testing.T) {
 	defer cancel()
 	_, err := Run(ctx, Config{
 		Binaries:     []Binary{{Arm: "static", Path: bin}},
-		Compressions: []Compression{Gzip},
-		Layerings:    []Layering{Single},
+		Compressions: []record.Compression{record.Gzip},
+		Layerings:    []record.Layering{record.SingleLayer},
 		Bandwidths:   []Bandwidth{8_000_000}, // ~1 MB/s: the pull takes seconds
 		Port:         port,
 		WorkDir:      work,
@@ -330,39 +330,5 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if !refused(port) {
 		t.Errorf("registry still answers on port %d after an interrupted Run", port)
-	}
-}
-
-func TestBreakEven(t *testing.T) {
-	static := Summary{Variant: Variant{Arm: "static"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 6e6, ImageReadyMs: 5000}
-	upx := Summary{Variant: Variant{Arm: "upx"}, Deploy: 1, Bandwidth: "10Mbit", ImageBytes: 2e6, ImageReadyMs: 1700}
-	ss := Starts{Arm: "static", ColdMs: 40, WarmMs: 10}
-	su := Starts{Arm: "upx", ColdMs: 100, WarmMs: 80}
-	e := breakEven(static, upx, ss, su)
-	// gain 5040-1800 = 3240 ms, penalty 70 ms per later start.
-	if e.Small.Arm != "upx" || !e.SmallWinsBelow || e.Always != "" || math.Abs(e.Starts-(1+3240.0/70)) > 1e-9 {
-		t.Errorf("breakEven = %+v, want upx winning below %.2f starts", e, 1+3240.0/70)
-	}
-	slow := upx
-	slow.ImageReadyMs = 6000
-	if e := breakEven(static, slow, ss, su); e.Always != "other" || e.Small.Arm != "upx" {
-		t.Errorf("breakEven(slower and larger first start) = %+v, want other always", e)
-	}
-	if r := e.resolve(0.01, 0.01); r.Starts != e.Starts || r.Always != "" || r.NoDifference {
-		t.Errorf("resolve(significant) = %+v, want it unchanged", r)
-	}
-	if r := e.resolve(0.2, 0.01); r.Always != "other" || r.Starts != 0 {
-		t.Errorf("resolve(first start not significant) = %+v, want the faster later starts (static) always", r)
-	}
-	if r := e.resolve(0.01, 0.3); r.Always != "small" || !r.SmallWinsBelow {
-		t.Errorf("resolve(later starts not significant) = %+v, want the cheaper first start (upx) always", r)
-	}
-	if r := e.resolve(0.5, 0.5); !r.NoDifference || r.Always != "" || r.Starts != 0 {
-		t.Errorf("resolve(nothing significant) = %+v, want no difference", r)
-	}
-	fast := su
-	fast.WarmMs = 5
-	if e := breakEven(static, upx, ss, fast); e.Always != "small" {
-		t.Errorf("breakEven(faster everywhere) = %+v, want small always", e)
 	}
 }

@@ -3,9 +3,10 @@
 // with the node's link speed capped in the serving path, pulls it as a node
 // does (manifest, config, then the layers the node lacks), unpacks the
 // layers into a root filesystem, and starts the server from there, so that
-// "node without the image → first RPC" is one figure. From those figures it
-// derives, for each pair of images, how many starts one pull must serve
-// before the smaller image stops paying.
+// "node without the image → first RPC" is one figure. Its rows are
+// record.PullRow; record.PullBreakEvens derives from them, for each pair of
+// images, how many starts one pull must serve before the smaller image
+// stops paying.
 package pull
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/pagecache"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Starter starts the server binary bin (inside an unpacked root filesystem)
@@ -30,8 +32,8 @@ type Starter interface {
 // Config is one pull campaign.
 type Config struct {
 	Binaries     []Binary
-	Compressions []Compression
-	Layerings    []Layering
+	Compressions []record.Compression
+	Layerings    []record.Layering
 	Bandwidths   []Bandwidth
 	// Iterations is how many times each variant is pulled at each
 	// bandwidth (0 = 1).
@@ -47,62 +49,13 @@ type Config struct {
 	// only; the start columns stay zero).
 	Starter Starter
 	// Record gets each row as it is measured (nil = none).
-	Record func(Row) error
+	Record func(record.PullRow) error
 	// Progress gets one line per step (nil = quiet).
 	Progress func(format string, args ...any)
 }
 
-// Row is one pull of one variant at one bandwidth.
-type Row struct {
-	Variant
-	// Deploy is 1 for a node without the image, 2 for a node holding
-	// deploy 1 when the next build (a changed binary) arrives.
-	Deploy int `json:"deploy"`
-	// Bandwidth is the cap as given ("max" = none); BandwidthBits is it in
-	// bits per second (0 = none).
-	Bandwidth     string `json:"bandwidth"`
-	BandwidthBits int64  `json:"bandwidth_bits_per_second"`
-	Iteration     int    `json:"iteration"`
-	// ImageBytes is all layers, compressed; LayerBytes the layers this pull
-	// fetched; WireBytes every response body byte the registry sent for
-	// it (manifest and config included).
-	ImageBytes   int64 `json:"image_bytes"`
-	LayerBytes   int64 `json:"layer_bytes"`
-	WireBytes    int64 `json:"wire_bytes"`
-	LayersPulled int   `json:"layers_pulled"`
-	LayersReused int   `json:"layers_reused"`
-	// ManifestMs: manifest and config; LayersMs: the layers' bytes; PullMs
-	// both; UnpackMs: decompress and untar; ImageReadyMs: PullMs+UnpackMs.
-	ManifestMs   float64 `json:"manifest_ms"`
-	LayersMs     float64 `json:"layers_ms"`
-	PullMs       float64 `json:"pull_ms"`
-	UnpackMs     float64 `json:"unpack_ms"`
-	ImageReadyMs float64 `json:"image_ready_ms"`
-	// UnpackedBytes is the file bytes the unpack wrote.
-	UnpackedBytes int64 `json:"unpacked_bytes"`
-	// MeasuredBits is LayerBytes over LayersMs, in bits per second: what
-	// the cap let through.
-	MeasuredBits float64 `json:"measured_bits_per_second"`
-	// AfterPullStartMs is spawn to first RPC right after the unpack (the
-	// files still in the page cache the unpack wrote); ColdStartMs the same
-	// after the root filesystem was evicted from the page cache (as after
-	// memory pressure: the first start's worst case); WarmStartMs a
-	// third start, everything cached (what later starts on the node cost).
-	// Zero on deploy 2 rows and without a Starter.
-	AfterPullStartMs float64 `json:"after_pull_start_ms,omitempty"`
-	ColdStartMs      float64 `json:"cold_start_ms,omitempty"`
-	WarmStartMs      float64 `json:"warm_start_ms,omitempty"`
-	// ResidentBefore and ResidentAfter count the root filesystem's pages
-	// in the page cache before and after the eviction for the cold start.
-	ResidentBefore *pagecache.Pages `json:"resident_before,omitempty"`
-	ResidentAfter  *pagecache.Pages `json:"resident_after,omitempty"`
-	// NodeToFirstRPCMs is ImageReadyMs + ColdStartMs: a node without the
-	// image to the first answered RPC (deploy 1 with a Starter only).
-	NodeToFirstRPCMs float64 `json:"node_to_first_rpc_ms,omitempty"`
-}
-
 type image struct {
-	v      Variant
+	v      record.PullVariant
 	bin    Binary
 	refs   [3]string // by deploy
 	size   [3]int64
@@ -115,7 +68,7 @@ type image struct {
 // rows measured (also when interrupted: then with ctx's error). Every node
 // directory is removed, and a registry Run started is stopped, before it
 // returns.
-func Run(ctx context.Context, c Config) (rows []Row, err error) {
+func Run(ctx context.Context, c Config) (rows []record.PullRow, err error) {
 	if c.Iterations <= 0 {
 		c.Iterations = 1
 	}
@@ -138,7 +91,7 @@ func Run(ctx context.Context, c Config) (rows []Row, err error) {
 	for _, b := range c.Binaries {
 		for _, comp := range c.Compressions {
 			for _, lay := range c.Layerings {
-				im := &image{v: Variant{Arm: b.Arm, Compression: comp, Layering: lay}, bin: b}
+				im := &image{v: record.PullVariant{Arm: b.Arm, Compression: comp, Layering: lay}, bin: b}
 				for d := 1; d <= 2; d++ {
 					img, err := BuildVariant(b, im.v, d)
 					if err != nil {
@@ -191,7 +144,7 @@ func Run(ctx context.Context, c Config) (rows []Row, err error) {
 
 // pullOne pulls deploy 1 of im into a fresh node, starts it, then pulls
 // deploy 2 into the same node; the node is removed afterwards.
-func (c Config) pullOne(ctx context.Context, reg *Registry, im *image, bw Bandwidth, it int) (rows []Row, err error) {
+func (c Config) pullOne(ctx context.Context, reg *Registry, im *image, bw Bandwidth, it int) (rows []record.PullRow, err error) {
 	node, err := NewNode(c.WorkDir)
 	if err != nil {
 		return nil, err
@@ -203,7 +156,7 @@ func (c Config) pullOne(ctx context.Context, reg *Registry, im *image, bw Bandwi
 	}()
 	defer reg.SetBandwidth(Max)
 	for d := 1; d <= 2; d++ {
-		r := Row{Variant: im.v, Deploy: d, Bandwidth: bw.String(), BandwidthBits: int64(bw), Iteration: it, ImageBytes: im.size[d]}
+		r := record.PullRow{PullVariant: im.v, Deploy: d, Bandwidth: bw.String(), BandwidthBits: int64(bw), Iteration: it, ImageBytes: im.size[d]}
 		reg.SetBandwidth(bw) // an empty bucket: nothing saved up while the node unpacked
 		before := reg.Served()
 		p, err := node.Pull(ctx, im.refs[d])
@@ -239,11 +192,11 @@ func (c Config) pullOne(ctx context.Context, reg *Registry, im *image, bw Bandwi
 
 // starts fills r's start columns: right after the unpack, after evicting
 // the root filesystem, and once more warm.
-func (c Config) starts(ctx context.Context, r *Row, rootfs string) error {
+func (c Config) starts(ctx context.Context, r *record.PullRow, rootfs string) error {
 	bin := filepath.Join(rootfs, filepath.Base(builds.ImageEntrypoint))
 	d, err := c.Starter.Start(ctx, r.Arm, bin)
 	if err != nil {
-		return fmt.Errorf("start %s after pull: %w", r.Variant, err)
+		return fmt.Errorf("start %s after pull: %w", r.PullVariant, err)
 	}
 	r.AfterPullStartMs = ms(d)
 	files, err := pagecache.Tree(rootfs)
@@ -256,11 +209,11 @@ func (c Config) starts(ctx context.Context, r *Row, rootfs string) error {
 	}
 	r.ResidentBefore, r.ResidentAfter = &e.Before, &e.After
 	if d, err = c.Starter.Start(ctx, r.Arm, bin); err != nil {
-		return fmt.Errorf("start %s with a cold page cache: %w", r.Variant, err)
+		return fmt.Errorf("start %s with a cold page cache: %w", r.PullVariant, err)
 	}
 	r.ColdStartMs = ms(d)
 	if d, err = c.Starter.Start(ctx, r.Arm, bin); err != nil {
-		return fmt.Errorf("start %s warm: %w", r.Variant, err)
+		return fmt.Errorf("start %s warm: %w", r.PullVariant, err)
 	}
 	r.WarmStartMs = ms(d)
 	r.NodeToFirstRPCMs = r.ImageReadyMs + r.ColdStartMs

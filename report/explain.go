@@ -9,7 +9,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/record"
 )
 
@@ -23,21 +22,21 @@ const (
 // ExplainModules is one arm's build info, as coldstart explain records it.
 type ExplainModules struct {
 	Arm string `json:"arm"`
-	explain.Modules
+	record.Modules
 }
 
 // explainTop is how many packages the report lists per arm.
 const explainTop = 8
 
 // explainReport analyzes a campaign's traces as coldstart explain does.
-func (c *Campaign) explainReport() explain.Report {
-	mods := map[string]explain.Modules{}
+func (c *Campaign) explainReport() record.ExplainReport {
+	mods := map[string]record.Modules{}
 	var arms []string
 	for _, m := range c.ExplainModules {
 		mods[m.Arm] = m.Modules
 		arms = append(arms, m.Arm)
 	}
-	return explain.Analyze(c.Traces, explain.Options{Top: explainTop, Arms: arms, Modules: mods})
+	return record.Explain(c.Traces, record.ExplainOptions{Top: explainTop, Arms: arms, Modules: mods})
 }
 
 func optMs(v *float64) string {
@@ -116,7 +115,7 @@ func (r *Report) explainSection(m *mdw, plots func(*Campaign, string)) {
 			crows = append(crows, []string{cr.Budget, cr.What, cr.Base, cr.Arm, ms(cr.BaseMs), ms(cr.ArmMs), diff, fmt.Sprintf("%.3f", cr.P), cr.N, cr.Verdict})
 		}
 		if len(crows) > 0 {
-			m.p("**Arms against %s**: Mann-Whitney U at %g, difference (Hodges-Lehmann) with its 95%% interval; packages shown only where they differ; p not corrected for the number of rows.\n\n", er.Compare[0].Base, explain.Alpha)
+			m.p("**Arms against %s**: Mann-Whitney U at %g, difference (Hodges-Lehmann) with its 95%% interval; packages shown only where they differ; p not corrected for the number of rows.\n\n", er.Compare[0].Base, record.ExplainAlpha)
 			m.table([]string{"budget", "what", "base", "arm", "base ms", "arm ms", "arm − base ms [95% CI]", "p", "n", "verdict"}, crows)
 		}
 		if len(er.Notes) > 0 {

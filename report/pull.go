@@ -10,11 +10,11 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 
-	"github.com/coldstart-go/coldstart/pull"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // PullRow is one image pull, as `coldstart pull` records it (kind "pull").
-type PullRow = pull.Row
+type PullRow = record.PullRow
 
 // PullKind is the record kind of pull rows.
 const PullKind = "pull"
@@ -27,7 +27,7 @@ const CapTolerance = 0.10
 const PullMinRuns = 3
 
 // pullDoubt says why a pull summary is doubted ("" = it is not).
-func pullDoubt(s pull.Summary) string {
+func pullDoubt(s record.PullSummary) string {
 	var why []string
 	if s.N < PullMinRuns {
 		why = append(why, fmt.Sprintf("%d run(s)", s.N))
@@ -40,7 +40,7 @@ func pullDoubt(s pull.Summary) string {
 
 // pullSummaries are c's pull rows summarized (medians per variant, deploy
 // and bandwidth).
-func (c *Campaign) pullSummaries() []pull.Summary { return pull.Summarize(c.Pull) }
+func (c *Campaign) pullSummaries() []record.PullSummary { return record.SummarizePulls(c.Pull) }
 
 func mb(b int64) string { return fmt.Sprintf("%.2f MB", float64(b)/1e6) }
 
@@ -98,7 +98,7 @@ func (r *Report) pullSection(m *mdw, plots func(*Campaign, string)) {
 			"layer time, divided by the cap.\n\n", provenanceLine(c))
 		plots(c, "pull")
 
-		starts := pull.ArmStarts(c.Pull)
+		starts := record.PullArmStarts(c.Pull)
 		if len(starts) > 0 {
 			arms := make([]string, 0, len(starts))
 			for a := range starts {
@@ -116,7 +116,7 @@ func (r *Report) pullSection(m *mdw, plots func(*Campaign, string)) {
 			m.table([]string{"arm", "starts", "after pull ms", "cold page cache ms", "warm ms"}, srows)
 		}
 
-		be := pull.BreakEvens(c.Pull)
+		be := record.PullBreakEvens(c.Pull)
 		if len(be) > 0 {
 			m.p("**Break-even: starts per pull** — the first start on a node costs the image and a cold start, each later " +
 				"one a warm start; below the break-even the image that is faster to the first RPC wins, above it the one " +
@@ -152,7 +152,7 @@ func (r *Report) pullSection(m *mdw, plots func(*Campaign, string)) {
 }
 
 // breakEvenText says who wins when, in words.
-func breakEvenText(e pull.BreakEven) string {
+func breakEvenText(e record.PullBreakEven) string {
 	small, other := e.Small.Arm, e.Other.Arm
 	if small == other {
 		small, other = string(e.Small.Compression), string(e.Other.Compression)
@@ -184,18 +184,18 @@ func (r *Report) pullRecs() []Recommendation {
 		sums := c.pullSummaries()
 		doubt := map[string]string{}
 		for _, s := range sums {
-			doubt[s.Variant.String()+"@"+s.Bandwidth] = pullDoubt(s)
+			doubt[s.PullVariant.String()+"@"+s.Bandwidth] = pullDoubt(s)
 		}
 		// Compressions: per arm and layering, which compression reaches the
 		// first RPC sooner, where it is the same at every link measured.
 		type armLay struct {
 			arm string
-			lay pull.Layering
+			lay record.Layering
 		}
-		comp := map[armLay][]pull.BreakEven{}
+		comp := map[armLay][]record.PullBreakEven{}
 		var corder []armLay
-		for _, e := range pull.BreakEvens(c.Pull) {
-			if e.Small.Arm != e.Other.Arm || e.Small.Layering != pull.Single {
+		for _, e := range record.PullBreakEvens(c.Pull) {
+			if e.Small.Arm != e.Other.Arm || e.Small.Layering != record.SingleLayer {
 				continue
 			}
 			k := armLay{e.Small.Arm, e.Small.Layering}
@@ -223,7 +223,7 @@ func (r *Report) pullRecs() []Recommendation {
 				}
 				winner = w
 				links = append(links, fmt.Sprintf("%s: %s vs %s ms", e.Bandwidth, ms(e.SmallFirstMs), ms(e.OtherFirstMs)))
-				for _, v := range []pull.Variant{e.Small, e.Other} {
+				for _, v := range []record.PullVariant{e.Small, e.Other} {
 					ct.add(r.pullRef(c)+" "+v.String()+"@"+e.Bandwidth, doubt[v.String()+"@"+e.Bandwidth])
 				}
 			}
@@ -234,11 +234,11 @@ func (r *Report) pullRecs() []Recommendation {
 				k.arm, winner, string(es[0].Small.Compression), strings.Join(links, "; ")))
 		}
 
-		type pair struct{ small, other pull.Variant }
-		byPair := map[pair][]pull.BreakEven{}
+		type pair struct{ small, other record.PullVariant }
+		byPair := map[pair][]record.PullBreakEven{}
 		var order []pair
-		for _, e := range pull.BreakEvens(c.Pull) {
-			if e.Small.Arm == e.Other.Arm || e.Small.Layering != pull.Single || e.BandwidthBits == 0 {
+		for _, e := range record.PullBreakEvens(c.Pull) {
+			if e.Small.Arm == e.Other.Arm || e.Small.Layering != record.SingleLayer || e.BandwidthBits == 0 {
 				continue
 			}
 			k := pair{e.Small, e.Other}
@@ -253,7 +253,7 @@ func (r *Report) pullRecs() []Recommendation {
 			var ct cite
 			var parts []string
 			for _, e := range es {
-				for _, v := range []pull.Variant{e.Small, e.Other} {
+				for _, v := range []record.PullVariant{e.Small, e.Other} {
 					ref := r.pullRef(c) + " " + v.String() + "@" + e.Bandwidth
 					ct.add(ref, doubt[v.String()+"@"+e.Bandwidth])
 				}
@@ -306,7 +306,7 @@ func pullPlots(c *Campaign) ([]namedPlot, error) {
 		if s.Deploy != 1 || s.BandwidthBits == 0 || s.NodeToFirstRPCMs <= 0 {
 			continue
 		}
-		n := s.Variant.String()
+		n := s.PullVariant.String()
 		if _, ok := lines[n]; !ok {
 			names = append(names, n)
 		}
@@ -338,7 +338,7 @@ func pullPlots(c *Campaign) ([]namedPlot, error) {
 	q.X.Tick.Marker, q.Y.Tick.Marker = logTicks{}, logTicks{}
 	bl := map[string]plotter.XYs{}
 	var bnames []string
-	for _, e := range pull.BreakEvens(c.Pull) {
+	for _, e := range record.PullBreakEvens(c.Pull) {
 		if e.Small.Arm == e.Other.Arm || e.BandwidthBits == 0 || e.Always != "" || e.Starts <= 0 {
 			continue
 		}

@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/record"
@@ -58,7 +57,7 @@ type DensitySample = record.DensitySample
 // instances running side by side), as campaign records it.
 type DensityRow = record.DensityRow
 
-// SteadyRow is one measured steady-state step (steady.Row). Times are
+// SteadyRow is one measured steady-state step (record.SteadyRow). Times are
 // microseconds; AllocBytesPerCall is nil when the server did not serve
 // runtime metrics.
 type SteadyRow struct {
@@ -108,13 +107,10 @@ type SteadyRow struct {
 }
 
 // Interval is a median's confidence interval; a nil bound is unknown.
-type Interval struct {
-	Low  *float64 `json:"low"`
-	High *float64 `json:"high"`
-}
+type Interval = record.Interval
 
 // SteadyKinds are the record kinds read as steady-state rows: `steady run`
-// writes each steady.Row as "step".
+// writes each record.SteadyRow as "step".
 var SteadyKinds = []string{"step"}
 
 // Campaign is one results file.
@@ -154,7 +150,7 @@ type Campaign struct {
 	SoakSummaries []SoakSummary
 	// Traces and ExplainModules are `coldstart explain`'s traced starts
 	// and each arm's build info (report/explain.go).
-	Traces         []explain.Trace
+	Traces         []record.Trace
 	ExplainModules []ExplainModules
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // TestSchemaMatchesProducers reads, from its source, the one producer struct
-// this package keeps its own copy of (steady.Row, as SteadyRow; the rest it
+// this package keeps its own copy of (record.SteadyRow, as SteadyRow; the rest it
 // reads through, or embeds, the producers' own types), and checks that every
 // JSON key it writes is one this package reads, apart from the keys a report
 // has no use for.
@@ -23,7 +23,7 @@ func TestSchemaMatchesProducers(t *testing.T) {
 		mine      any
 		unused    []string
 	}{
-		{"../steady/steady.go", "Row", SteadyRow{}, []string{"service_p50_us", "service_p99_us", "service_max_us", "gc_cycles", "heap_bytes", "pods", "scale_event"}},
+		{"../record/steady.go", "SteadyRow", SteadyRow{}, []string{"service_p50_us", "service_p99_us", "service_max_us", "gc_cycles", "heap_bytes", "pods", "scale_event", "method"}},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file)+"/"+tt.typ, func(t *testing.T) {

@@ -9,14 +9,14 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 
-	"github.com/coldstart-go/coldstart/steady"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // SoakRow is one interval of a soak (`steady run --soak`, kind "soak").
-type SoakRow = steady.SoakRow
+type SoakRow = record.SoakRow
 
 // SoakSummary is a soak's trends and verdict (kind "soak_summary").
-type SoakSummary = steady.SoakSummary
+type SoakSummary = record.SoakSummary
 
 // The record kinds of soaks.
 const (

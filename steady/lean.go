@@ -15,9 +15,6 @@ import (
 	"github.com/coldstart-go/coldstart/prober"
 )
 
-// Client is the gRPC client library a gRPC step uses.
-type Client string
-
 // The gRPC clients.
 const (
 	// ClientGRPC is grpc-go, what most Go services' clients use.

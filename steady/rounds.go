@@ -14,34 +14,6 @@ import (
 // Config.Rounds is 0.
 const DefaultRounds = 5
 
-// Interval is a median's confidence interval over rounds; nil bounds are
-// not known (too few rounds for one at the level asked).
-type Interval struct {
-	Low  *float64 `json:"low"`
-	High *float64 `json:"high"`
-}
-
-// RoundStats are a step row's figures over its rounds: how many rounds
-// were measured, how many lacked a server reading, and the intervals of
-// the medians the row holds. Empty in a round's own row.
-type RoundStats struct {
-	// Rounds is the number of windows the row's medians are over.
-	Rounds int `json:"rounds,omitempty"`
-	// Missing counts the rounds whose server CPU or memory could not be
-	// read (left out of those medians).
-	Missing int `json:"missing,omitempty"`
-	// Confidence is the intervals' level.
-	Confidence float64 `json:"confidence,omitempty" render:"-"`
-	// The medians' intervals.
-	CallsPerSCI          *Interval `json:"calls_per_s_ci,omitempty" render:"-"`
-	P50UsCI              *Interval `json:"p50_us_ci,omitempty" render:"-"`
-	P99UsCI              *Interval `json:"p99_us_ci,omitempty" render:"-"`
-	ServerCPUUsPerCallCI *Interval `json:"server_cpu_us_per_call_ci,omitempty" render:"-"`
-	// BusyRounds counts rounds run while other work kept the machine busy
-	// (noise.Window.Busy).
-	BusyRounds int `json:"busy_rounds,omitempty"`
-}
-
 // prepared is one arm's load for one step, connected and warmed, ready for
 // its measured windows.
 type prepared struct {

@@ -10,32 +10,6 @@ import (
 // SoakStep is the scenario of soak rows.
 const SoakStep Scenario = "soak"
 
-// SoakRow is one interval of a soak: the step row of that interval's
-// open-loop window, where it lies in the soak, and the server's heap.
-type SoakRow struct {
-	Row
-	// Interval counts from 1; AtSeconds is the interval's end, in seconds
-	// from the soak's start.
-	Interval  int     `json:"interval"`
-	AtSeconds float64 `json:"at_s" render:"%.0f"`
-}
-
-// SoakSummary is a soak's end: the slope of RSS and of p99 over time, each
-// with its 95% interval and verdict, and the soak's verdict (drifting if
-// either drifts, unknown if either cannot be told, else stable).
-type SoakSummary struct {
-	Arm       string  `json:"arm"`
-	Budget    string  `json:"budget"`
-	RateReq   float64 `json:"rate_req_per_s"`
-	Intervals int     `json:"intervals"`
-	Seconds   float64 `json:"seconds"`
-	Calls     int64   `json:"calls"`
-	Errors    int64   `json:"errors"`
-	RSS       Trend   `json:"rss"`
-	P99       Trend   `json:"p99"`
-	Verdict   string  `json:"verdict"`
-}
-
 // RunSoak loads each arm (or the target) at cfg.Rate in open loop for
 // cfg.Soak, one window per cfg.SoakInterval, calling record with each
 // interval's row as it ends and summary with each server's trends at the
@@ -110,7 +84,7 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 		wc.Duration = w
 		_, err = s.measure(ctx, pr.sctx, wc, st, pr.callers, func(r Row) error {
 			r.Scenario = SoakStep
-			sr := SoakRow{Row: r, Interval: i, AtSeconds: time.Since(start).Seconds()}
+			sr := SoakRow{SteadyRow: r, Interval: i, AtSeconds: time.Since(start).Seconds()}
 			rows = append(rows, sr)
 			fmt.Fprintf(cfg.Log, "steady: %s soak %d/%d: %.0f calls/s p99 %.0f µs errors %d rss %s\n", s.arm, i, n, r.CallsPerS, r.P99Us, r.Errors, rssText(r.RSSBytes))
 			return record(sr)

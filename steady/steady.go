@@ -16,15 +16,11 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/leftovers"
-	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
-
-// Protocol is how the load reaches the server.
-type Protocol string
 
 // The protocols steady speaks.
 const (
@@ -41,9 +37,6 @@ const (
 
 // Protocols lists the accepted protocols, for help text and errors.
 var Protocols = []Protocol{GRPC, HTTP1, H2C}
-
-// Scenario names one kind of step.
-type Scenario string
 
 // The scenarios, in the order a run performs them.
 const (
@@ -335,81 +328,6 @@ func known[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
-}
-
-// Row is one measured step. Times are in microseconds, sizes in bytes,
-// CPU per call in microseconds of CPU time; pointers are nil (JSON null,
-// "–" in tables) when the figure is not available: allocation for a server
-// that does not serve runtime metrics, server CPU or memory that could not
-// be read. A row with Round > 0 is one measured window; a row with Round
-// 0 holds the medians over its step's rounds, with RoundStats.
-type Row struct {
-	Arm      string   `json:"arm"`
-	Budget   string   `json:"budget"`
-	Protocol Protocol `json:"protocol"`
-	Scenario Scenario `json:"scenario"`
-	// PayloadBytes is the payload size of each request.
-	PayloadBytes int `json:"payload_bytes"`
-	// Concurrency is the number of calls in flight (closed loop) or the
-	// cap on them (open loop).
-	Concurrency int `json:"concurrency"`
-	// Conns is the number of connections the load used.
-	Conns int `json:"conns"`
-	// Depth is the HTTP/1.1 pipelining depth, or for gRPC and h2c the
-	// streams per connection.
-	Depth int `json:"depth"`
-	// RateReq is the requested open-loop rate (0 for closed loop) and
-	// Rate the completed calls per second.
-	RateReq   float64 `json:"rate_req_per_s" render:"%.0f"`
-	Calls     int64   `json:"calls"`
-	Seconds   float64 `json:"seconds" render:"%.2f"`
-	CallsPerS float64 `json:"calls_per_s" render:"%.0f"`
-	// Latency: for open loop, from each call's intended send time.
-	P50Us  float64 `json:"p50_us"`
-	P90Us  float64 `json:"p90_us"`
-	P99Us  float64 `json:"p99_us"`
-	P999Us float64 `json:"p999_us"`
-	MaxUs  float64 `json:"max_us"`
-	// Service time (open loop only): from the actual send.
-	ServiceP50Us float64 `json:"service_p50_us,omitempty"`
-	ServiceP99Us float64 `json:"service_p99_us,omitempty"`
-	ServiceMaxUs float64 `json:"service_max_us,omitempty"`
-
-	// Server figures are nil (null) when they could not be read or the
-	// server's process is unknown (a --target without --server-pid),
-	// never 0.
-	ServerCPUUsPerCall *float64 `json:"server_cpu_us_per_call"`
-	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
-	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
-	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
-	GoMaxProcs         int      `json:"gomaxprocs,omitempty"`
-	PeakRSSBytes       *int64   `json:"peak_rss_bytes"`
-	RSSBytes           *int64   `json:"rss_bytes"`
-	PSSBytes           *int64   `json:"pss_bytes"`
-
-	Errors     int64   `json:"errors"`
-	ErrorRate  float64 `json:"error_rate"`
-	FirstError string  `json:"first_error,omitempty"`
-
-	// Round numbers a measured window (1..Config.Rounds); 0 in the row of
-	// medians over the rounds.
-	Round int `json:"round,omitempty" render:"-"`
-	// Noise is what else the machine did during this window (rounds only).
-	Noise *noise.Window `json:"noise,omitempty" render:"-"`
-	RoundStats
-	// Client is the gRPC client library (grpc or lean); empty for HTTP.
-	Client Client `json:"client,omitempty"`
-	// HeapBytes is the server's live heap objects at the window's end
-	// (runtime metrics), when it serves them.
-	HeapBytes *uint64 `json:"heap_bytes,omitempty"`
-	// Pods is the number of instances serving a target that counts them
-	// (a Knative revision's running pods) at the window's end; ScaleEvent
-	// marks a window whose start and end counts differ.
-	Pods       *int `json:"pods,omitempty"`
-	ScaleEvent bool `json:"scale_event,omitempty"`
-	// Method is the gRPC method called when it is not coldstart's Echo: a
-	// target without it is loaded with health checks (no payload).
-	Method string `json:"method,omitempty" render:"-"`
 }
 
 // Run measures every arm under every budget in interleaved rounds (see

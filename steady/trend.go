@@ -8,26 +8,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// Trend is the least-squares slope of one soak metric over time, per hour,
-// with its 95% confidence interval (Student's t on n-2 degrees of freedom),
-// and what it says: "drifting" when the whole interval lies above the
-// metric's material rate (a leak or a slowdown), else "stable" (a metric
-// that fell beyond it is stable, and its text says "falling").
-type Trend struct {
-	Metric string `json:"metric"` // "rss_bytes", "p99_us", ...
-	Unit   string `json:"unit"`   // of PerHour: "bytes/h", "µs/h"
-	Points int    `json:"points"`
-	// PerHour is the slope; Lo and Hi bound its 95% interval.
-	PerHour float64 `json:"per_hour"`
-	Lo      float64 `json:"per_hour_ci_lo"`
-	Hi      float64 `json:"per_hour_ci_hi"`
-	// Material is the smallest rate that counts as drift (per hour).
-	Material float64 `json:"material_per_hour"`
-	Verdict  string  `json:"verdict"` // stable, drifting, or unknown (fewer than 3 points)
-	// Text says it for people: "drifting: +1.2 MiB/h (95% CI +0.9 to +1.5)".
-	Text string `json:"text"`
-}
-
 // The verdicts.
 const (
 	Stable   = "stable"

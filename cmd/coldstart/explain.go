@@ -17,6 +17,7 @@ import (
 	"github.com/coldstart-go/coldstart/explain/inittrace"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // explainOptions are coldstart explain's flags.
@@ -103,7 +104,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mods := map[string]explain.Modules{}
+	mods := map[string]record.Modules{}
 	var names []string
 	for _, a := range built.Arms {
 		names = append(names, a.Name)
@@ -114,7 +115,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		mods[a.Name] = m
 		if err := rf.Add("explain_modules", struct {
 			Arm string `json:"arm"`
-			explain.Modules
+			record.Modules
 		}{a.Name, m}); err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		Arms: built.Arms, Addr: addr, Budgets: o.Budgets.Budgets, Runs: o.Runs, Transport: campaign.Transport(o.Transport),
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.Progress(), Log: o.Log(),
 	}
-	traces, _, cerr := inittrace.Campaign(ctx, c, func(t explain.Trace) error { return rf.Add("trace", t) })
+	traces, _, cerr := inittrace.Campaign(ctx, c, func(t record.Trace) error { return rf.Add("trace", t) })
 	if cerr != nil {
 		cerr = fmt.Errorf("explain: %w", cerr)
 	}
@@ -132,7 +133,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		if ctx.Err() != nil {
 			return nil // interrupted: what was traced is in the results file
 		}
-		r := explain.Analyze(traces, explain.Options{Top: o.Top, Arms: names, Modules: mods})
+		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Modules: mods})
 		if err := writeExplain(w, o.Output, r); err != nil {
 			return err
 		}
@@ -146,7 +147,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 
 // writeExplain prints the report: JSON as one object, the other formats
 // as titled tables (phases, packages, modules, comparisons) and the notes.
-func writeExplain(w io.Writer, f render.Format, r explain.Report) error {
+func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 	if f == render.JSON {
 		if r.Notes == nil {
 			r.Notes = []string{}
@@ -163,7 +164,7 @@ func writeExplain(w io.Writer, f render.Format, r explain.Report) error {
 		{"phases (ms; each slice the median of its length per run)", r.Phases, len(r.Phases)},
 		{"packages by median init time", r.Packages, len(r.Packages)},
 		{"modules (sum of their packages' inits)", r.Modules, len(r.Modules)},
-		{fmt.Sprintf("arms against %s (Mann-Whitney U, alpha %g; p not corrected for the number of rows)", baseArm(r), explain.Alpha), r.Compare, len(r.Compare)},
+		{fmt.Sprintf("arms against %s (Mann-Whitney U, alpha %g; p not corrected for the number of rows)", baseArm(r), record.ExplainAlpha), r.Compare, len(r.Compare)},
 	}
 	for i, s := range sections {
 		if s.n == 0 {
@@ -200,7 +201,7 @@ func writeExplain(w io.Writer, f render.Format, r explain.Report) error {
 	return nil
 }
 
-func baseArm(r explain.Report) string {
+func baseArm(r record.ExplainReport) string {
 	if len(r.Compare) > 0 {
 		return r.Compare[0].Base
 	}

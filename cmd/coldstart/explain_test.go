@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 func TestExplainFlags(t *testing.T) {
@@ -57,9 +57,9 @@ func TestExplainFlags(t *testing.T) {
 // JSON a single object whose unbounded intervals are null.
 func TestWriteExplain(t *testing.T) {
 	v := func(x float64) *float64 { return &x }
-	r := explain.Report{
-		Phases: []explain.PhaseRow{{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3), InitsMs: v(5), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 2, AcceptingMs: 9.5, FirstRPCMs: 11.5, InitTotalMs: v(4)}},
-		Packages: []explain.PackageRow{{Arm: "default", Budget: "max", Rank: 1, Package: "example.com/heavy", Module: "example.com", MedianMs: 30, CILoMs: v(30), CIHiMs: v(31), ResolutionMs: 1, SharePct: 88, Bytes: 4 << 20, Allocs: 3, Runs: 6},
+	r := record.ExplainReport{
+		Phases: []record.ExplainPhaseRow{{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3), InitsMs: v(5), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 2, AcceptingMs: 9.5, FirstRPCMs: 11.5, InitTotalMs: v(4)}},
+		Packages: []record.ExplainPackageRow{{Arm: "default", Budget: "max", Rank: 1, Package: "example.com/heavy", Module: "example.com", MedianMs: 30, CILoMs: v(30), CIHiMs: v(31), ResolutionMs: 1, SharePct: 88, Bytes: 4 << 20, Allocs: 3, Runs: 6},
 			{Arm: "default", Budget: "max", Rank: 2, Package: "net/http", Module: "std", MedianMs: 0.1, ResolutionMs: 0.01, Runs: 2}},
 		Notes: []string{"default arm: something\nsecond line"},
 	}
@@ -79,7 +79,7 @@ func TestWriteExplain(t *testing.T) {
 	if err := writeExplain(&js, render.JSON, r); err != nil {
 		t.Fatal(err)
 	}
-	var back explain.Report
+	var back record.ExplainReport
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON output does not read back: %v\n%s", err, js.String())
 	}

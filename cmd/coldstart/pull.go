@@ -15,6 +15,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/pull"
+	"github.com/coldstart-go/coldstart/record"
 	"github.com/coldstart-go/coldstart/report"
 )
 
@@ -206,7 +207,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 		Binaries: bins, Compressions: comps, Layerings: lays, Bandwidths: bws,
 		Iterations: o.Runs, Registry: reg,
 		Starter: pull.ProcessStarter{Args: args, Checker: checker, Timeout: o.Timeout, Log: logw},
-		Record:  func(r pull.Row) error { return rf.Add(report.PullKind, r) },
+		Record:  func(r record.PullRow) error { return rf.Add(report.PullKind, r) },
 		Progress: func(format string, a ...any) {
 			if progress != nil {
 				fmt.Fprintf(progress, format+"\n", a...)
@@ -217,13 +218,13 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 		if len(rows) == 0 {
 			return nil
 		}
-		if err := render.Write(w, o.Output, pull.Summarize(rows)); err != nil {
+		if err := render.Write(w, o.Output, record.SummarizePulls(rows)); err != nil {
 			return err
 		}
 		if o.Output == render.Table || o.Output == render.Markdown {
 			fmt.Fprintln(w)
 		}
-		return render.Write(w, o.Output, pull.BreakEvens(rows))
+		return render.Write(w, o.Output, record.PullBreakEvens(rows))
 	}
 	return rf.End(w, show, err, built)
 }

@@ -1,6 +1,6 @@
 // Package inittrace runs cold-start campaigns with the Go runtime's init
 // trace on (GODEBUG=inittrace=1) and each server's stderr read as it is
-// written, turning every start into an explain.Trace.
+// written, turning every start into a record.Trace.
 package inittrace
 
 import (
@@ -23,7 +23,7 @@ import (
 // It returns the traces and the campaign's summaries; err joins the arms
 // that failed (their traces are kept: a server that exits after its inits
 // still shows them).
-func Campaign(ctx context.Context, c campaign.ColdStart, record func(explain.Trace) error) ([]explain.Trace, []campaign.Summary, error) {
+func Campaign(ctx context.Context, c campaign.ColdStart, record func(results.Trace) error) ([]results.Trace, []campaign.Summary, error) {
 	tracers := map[string]*tracer{}
 	arms := make([]campaign.Arm, len(c.Arms))
 	for i, a := range c.Arms {
@@ -36,7 +36,7 @@ func Campaign(ctx context.Context, c campaign.ColdStart, record func(explain.Tra
 	}
 	c.Arms = arms
 	c.KeepGoing = true
-	var traces []explain.Trace
+	var traces []results.Trace
 	sums, err := c.Run(ctx, func(s results.Sample) error {
 		var col *explain.Collector
 		if t := tracers[s.Arm]; t != nil {

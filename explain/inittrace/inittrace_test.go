@@ -28,20 +28,20 @@ const slowInit = "internal/testservers/slowinit"
 var heavyPkg = testservers.Module + "/" + slowInit + "/heavy"
 
 // run traces arms n times each and analyzes them with each arm's build info.
-func run(t *testing.T, n int, arms ...campaign.Arm) ([]explain.Trace, explain.Report, error) {
+func run(t *testing.T, n int, arms ...campaign.Arm) ([]record.Trace, record.ExplainReport, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := campaign.ColdStart{Arms: arms, Runs: n, Wait: prober.WaitOptions{Timeout: 20 * time.Second}}
-	traces, _, err := inittrace.Campaign(ctx, c, func(explain.Trace) error { return nil })
-	mods := map[string]explain.Modules{}
+	traces, _, err := inittrace.Campaign(ctx, c, func(record.Trace) error { return nil })
+	mods := map[string]record.Modules{}
 	var names []string
 	for _, a := range arms {
 		m, _ := explain.ReadModules(ctx, a.Path)
 		mods[a.Name] = m
 		names = append(names, a.Name)
 	}
-	return traces, explain.Analyze(traces, explain.Options{Top: 10, Arms: names, Modules: mods}), err
+	return traces, record.Explain(traces, record.ExplainOptions{Top: 10, Arms: names, Modules: mods}), err
 }
 
 var selfTimed = regexp.MustCompile(`heavy: init took ([0-9.]+) ms`)
@@ -108,8 +108,8 @@ func TestRanksSlowInitFirst(t *testing.T) {
 		t.Errorf("inits phase %.2f ms is shorter than its slowest package's init (%.2f ms)", *ph.InitsMs, top.MedianMs)
 	}
 	for _, tr := range traces {
-		r, _ := tr.Phase(explain.PhaseRuntimeReady)
-		d, _ := tr.Phase(explain.PhaseInitsDone)
+		r, _ := tr.Phase(record.PhaseRuntimeReady)
+		d, _ := tr.Phase(record.PhaseInitsDone)
 		a, _ := tr.Phase(record.PhaseAccepting)
 		if !(0 < r && r < d && d <= a && a <= tr.FirstRPCMs) {
 			t.Errorf("run %d: runtime ready %.3f, inits done %.3f, accepting %.3f, first RPC %.3f ms: want them in that order", tr.Run, r, d, a, tr.FirstRPCMs)
@@ -160,7 +160,7 @@ func TestComparesArms(t *testing.T) {
 	}
 	for _, c := range r.Compare {
 		if c.What == "inits" || c.What == "init "+heavyPkg {
-			if c.Verdict != "slow slower" || c.P > explain.Alpha {
+			if c.Verdict != "slow slower" || c.P > record.ExplainAlpha {
 				t.Errorf("%s: fast %.2f vs slow %.2f ms: verdict %q p=%.4f, want slow slower", c.What, c.BaseMs, c.ArmMs, c.Verdict, c.P)
 			}
 		}
@@ -177,7 +177,7 @@ func writeScript(t *testing.T, body string) string {
 	return p
 }
 
-func notes(r explain.Report) string { return strings.Join(r.Notes, "\n") }
+func notes(r record.ExplainReport) string { return strings.Join(r.Notes, "\n") }
 
 // Bad input: each case says what it cannot do and why, and keeps the rest.
 func TestBadInput(t *testing.T) {
@@ -193,8 +193,8 @@ func TestBadInput(t *testing.T) {
 		if !strings.Contains(notes(r), "has no Go build info") {
 			t.Errorf("notes %q, want one saying the script has no Go build info", r.Notes)
 		}
-		if len(r.Packages) == 0 || r.Packages[0].Package != heavyPkg || r.Packages[0].Module != explain.Unattributed {
-			t.Errorf("packages %+v, want heavy first, module %q", r.Packages[:min(1, len(r.Packages))], explain.Unattributed)
+		if len(r.Packages) == 0 || r.Packages[0].Package != heavyPkg || r.Packages[0].Module != record.UnattributedModule {
+			t.Errorf("packages %+v, want heavy first, module %q", r.Packages[:min(1, len(r.Packages))], record.UnattributedModule)
 		}
 		if r.Phases[0].InitsMs == nil {
 			t.Errorf("phases %+v, want the init phase still split", r.Phases[0])

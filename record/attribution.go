@@ -1,4 +1,4 @@
-package explain
+package record
 
 import (
 	"fmt"
@@ -7,18 +7,24 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/internal/stats"
-	"github.com/coldstart-go/coldstart/record"
 )
 
-// Unattributed is the module shown for a package no build info places.
-const Unattributed = "?"
+// Explain's analysis: where each arm's start-up time goes, from its traced
+// starts (what `coldstart explain` prints and the report's attribution
+// section shows). The statistics come from internal/stats, as the rest of
+// coldstart's: the median with its distribution-free confidence interval,
+// and arms compared with the Mann-Whitney U-test and a Hodges-Lehmann
+// difference with its interval.
 
-// PhaseRow is where one arm's start-up time goes, under one budget: each
+// UnattributedModule is the module shown for a package no build info places.
+const UnattributedModule = "?"
+
+// ExplainPhaseRow is where one arm's start-up time goes, under one budget: each
 // slice is the median over the counted runs of that slice's length in each
 // run, so on a noisy machine the slices' sum is near FirstRPCMs (the median
 // of the totals) but not equal to it. A slice is absent (null) when the
 // server left no init trace.
-type PhaseRow struct {
+type ExplainPhaseRow struct {
 	Arm        string `json:"arm"`
 	Budget     string `json:"budget"`
 	Runs       int    `json:"runs"`        // counted cold starts that reached first RPC
@@ -43,8 +49,8 @@ type PhaseRow struct {
 	Packages    int      `json:"packages"` // packages whose init ran
 }
 
-// PackageRow is one package's init in one arm, ranked by median time.
-type PackageRow struct {
+// ExplainPackageRow is one package's init in one arm, ranked by median time.
+type ExplainPackageRow struct {
 	Arm     string `json:"arm"`
 	Budget  string `json:"budget"`
 	Rank    int    `json:"rank"`
@@ -67,9 +73,9 @@ type PackageRow struct {
 	Runs         int      `json:"runs"`      // runs it was traced in
 }
 
-// ModuleRow sums one module's package inits in one arm: what a dependency
+// ExplainModuleRow sums one module's package inits in one arm: what a dependency
 // costs at start-up.
-type ModuleRow struct {
+type ExplainModuleRow struct {
 	Arm      string  `json:"arm"`
 	Budget   string  `json:"budget"`
 	Module   string  `json:"module"`
@@ -80,9 +86,9 @@ type ModuleRow struct {
 	Bytes    int64   `json:"bytes"`
 }
 
-// CompareRow is one figure of an arm against the baseline arm (the first),
-// tested with the Mann-Whitney U-test at Alpha.
-type CompareRow struct {
+// ExplainCompareRow is one figure of an arm against the baseline arm (the first),
+// tested with the Mann-Whitney U-test at ExplainAlpha.
+type ExplainCompareRow struct {
 	Budget string  `json:"budget"`
 	What   string  `json:"what"` // a phase slice, "init_total", or "init PKG"
 	Base   string  `json:"base_arm"`
@@ -99,18 +105,18 @@ type CompareRow struct {
 	Verdict  string   `json:"verdict"`
 }
 
-// Report is what explain found.
-type Report struct {
-	Phases   []PhaseRow   `json:"phases"`
-	Packages []PackageRow `json:"packages"`
-	Modules  []ModuleRow  `json:"modules"`
-	Compare  []CompareRow `json:"compare"`
+// ExplainReport is what explain found.
+type ExplainReport struct {
+	Phases   []ExplainPhaseRow   `json:"phases"`
+	Packages []ExplainPackageRow `json:"packages"`
+	Modules  []ExplainModuleRow  `json:"modules"`
+	Compare  []ExplainCompareRow `json:"compare"`
 	// Notes say what could not be measured or attributed, and why.
 	Notes []string `json:"notes"`
 }
 
-// Options tune Analyze.
-type Options struct {
+// ExplainOptions tune Explain.
+type ExplainOptions struct {
 	// Top is how many packages to list per arm (0 = 10).
 	Top int
 	// Arms is the order arms are reported in; the first is the baseline
@@ -122,8 +128,8 @@ type Options struct {
 
 type group struct{ arm, budget string }
 
-// Analyze reduces traces to a report.
-func Analyze(traces []Trace, o Options) Report {
+// Explain reduces traces to a report.
+func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 	if o.Top <= 0 {
 		o.Top = 10
 	}
@@ -146,7 +152,7 @@ func Analyze(traces []Trace, o Options) Report {
 		g := group{t.Arm, t.Budget}
 		byGroup[g] = append(byGroup[g], t)
 	}
-	var r Report
+	var r ExplainReport
 	for _, a := range arms {
 		if m, ok := o.Modules[a]; ok && m.Note != "" {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s arm: %s", a, m.Note))
@@ -209,7 +215,7 @@ var metricNames = []string{"first_rpc", "exec_to_runtime", "inits", "main_until_
 
 func metrics(t Trace) map[string]float64 {
 	m := map[string]float64{"first_rpc": t.FirstRPCMs}
-	acc, okA := t.Phase(record.PhaseAccepting)
+	acc, okA := t.Phase(PhaseAccepting)
 	if okA {
 		m["listen_to_first_rpc"] = t.FirstRPCMs - acc
 	}
@@ -232,8 +238,8 @@ func metrics(t Trace) map[string]float64 {
 	return m
 }
 
-func phaseRow(arm, budget string, ts []Trace) (PhaseRow, []string) {
-	row := PhaseRow{Arm: arm, Budget: budget}
+func phaseRow(arm, budget string, ts []Trace) (ExplainPhaseRow, []string) {
+	row := ExplainPhaseRow{Arm: arm, Budget: budget}
 	var notes []string
 	cs := counted(ts)
 	row.Runs = len(cs)
@@ -241,7 +247,7 @@ func phaseRow(arm, budget string, ts []Trace) (PhaseRow, []string) {
 	untraced := 0
 	for _, t := range cs {
 		first = append(first, t.FirstRPCMs)
-		a, okA := t.Phase(record.PhaseAccepting)
+		a, okA := t.Phase(PhaseAccepting)
 		if okA {
 			acc = append(acc, a)
 			listen = append(listen, t.FirstRPCMs-a)
@@ -301,7 +307,7 @@ func phaseRow(arm, budget string, ts []Trace) (PhaseRow, []string) {
 	return row, notes
 }
 
-func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]PackageRow, []ModuleRow) {
+func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]ExplainPackageRow, []ExplainModuleRow) {
 	ts = withInits(ts)
 	type acc struct {
 		clock, bytes, allocs []float64
@@ -346,14 +352,14 @@ func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]Packa
 		}
 	}
 	total := med(totals)
-	var rows []PackageRow
+	var rows []ExplainPackageRow
 	for pkg, a := range per {
-		e := median(a.clock)
+		e := explainMedian(a.clock)
 		mod := moduleOf(mods, pkg)
-		rows = append(rows, PackageRow{
+		rows = append(rows, ExplainPackageRow{
 			Arm: arm, Budget: budget, Package: pkg, Module: mod, Version: mods.Version(mod),
 			MedianMs: e.Center, CILoMs: finite(e.Lo), CIHiMs: finite(e.Hi), ResolutionMs: a.res,
-			SharePct: pct(e.Center, total),
+			SharePct: explainPct(e.Center, total),
 			Bytes:    int64(med(a.bytes)), Allocs: int64(med(a.allocs)), Runs: len(a.clock),
 		})
 	}
@@ -372,12 +378,12 @@ func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]Packa
 	for i := range rows {
 		rows[i].Rank = i + 1
 	}
-	var mrows []ModuleRow
+	var mrows []ExplainModuleRow
 	for mod, xs := range modRuns {
 		m := med(xs)
-		mrows = append(mrows, ModuleRow{
+		mrows = append(mrows, ExplainModuleRow{
 			Arm: arm, Budget: budget, Module: mod, Version: mods.Version(mod),
-			Packages: len(modPkgs[mod]), MedianMs: m, SharePct: pct(m, total),
+			Packages: len(modPkgs[mod]), MedianMs: m, SharePct: explainPct(m, total),
 			Bytes: int64(med(modBytes[mod])),
 		})
 	}
@@ -398,14 +404,14 @@ func moduleOf(mods Modules, pkg string) string {
 		return m
 	}
 	if mods.Deps == nil && isStd(pkg) { // no build info: std is still std
-		return Std
+		return StdModule
 	}
-	return Unattributed
+	return UnattributedModule
 }
 
 // compareArms compares each arm with the first under budget b: the phase
 // slices, the init total, and the packages in any arm's top three.
-func compareArms(b string, arms []string, byGroup map[group][]Trace, pkgs []PackageRow, top int) []CompareRow {
+func compareArms(b string, arms []string, byGroup map[group][]Trace, pkgs []ExplainPackageRow, top int) []ExplainCompareRow {
 	var present []string
 	for _, a := range arms {
 		if len(counted(byGroup[group{a, b}])) > 0 || len(withInits(byGroup[group{a, b}])) > 0 {
@@ -447,15 +453,15 @@ func compareArms(b string, arms []string, byGroup map[group][]Trace, pkgs []Pack
 		whats = append(whats, "init "+p)
 	}
 	base := present[0]
-	var rows []CompareRow
+	var rows []ExplainCompareRow
 	for _, arm := range present[1:] {
 		for _, w := range whats {
 			xa, xb := values(base, w), values(arm, w)
 			if len(xa) == 0 || len(xb) == 0 {
 				continue
 			}
-			c := compare(xb, xa)
-			row := CompareRow{
+			c := explainCompare(xb, xa)
+			row := ExplainCompareRow{
 				Budget: b, What: w, Base: base, Arm: arm,
 				BaseMs: med(xa), ArmMs: med(xb),
 				DiffMs: round3(c.Diff), DiffLoMs: finite(round3(c.DiffLow)), DiffHiMs: finite(round3(c.DiffHigh)),
@@ -476,7 +482,7 @@ func verdict(arm string, c stats.Comparison) string {
 	v := c.Verdict(stats.LessIsFaster)
 	if v == stats.NoDifference {
 		if min(c.NA, c.NB) < minTestRuns {
-			return fmt.Sprintf("%s (fewer than %d runs per arm: the test cannot reach p < %g)", v, minTestRuns, Alpha)
+			return fmt.Sprintf("%s (fewer than %d runs per arm: the test cannot reach p < %g)", v, minTestRuns, ExplainAlpha)
 		}
 		return string(v)
 	}
@@ -496,7 +502,7 @@ func med(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-func pct(x, of float64) float64 {
+func explainPct(x, of float64) float64 {
 	if of == 0 {
 		return 0
 	}
@@ -522,4 +528,31 @@ func firstLines(s string, n int) string {
 		lines = append(lines[:n], "…")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// explainConfidence is the confidence level of every interval explain states; a
+// difference is significant below p = 1 − explainConfidence.
+const explainConfidence = stats.DefaultConfidence
+
+// ExplainAlpha is the significance level below which two arms differ.
+const ExplainAlpha = 1 - explainConfidence
+
+// explainEstimate is a median with its confidence interval (±Inf when the runs
+// are too few to bound it).
+type explainEstimate struct {
+	Center float64
+	Lo, Hi float64
+}
+
+func explainMedian(xs []float64) explainEstimate {
+	if len(xs) == 0 {
+		return explainEstimate{}
+	}
+	m := stats.MedianCI(xs, explainConfidence)
+	return explainEstimate{Center: m.Value, Lo: m.Low, Hi: m.High}
+}
+
+// explainCompare tests arm against base.
+func explainCompare(arm, base []float64) stats.Comparison {
+	return stats.Compare(arm, base, explainConfidence)
 }

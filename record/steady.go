@@ -1,0 +1,169 @@
+package record
+
+import "github.com/coldstart-go/coldstart/internal/noise"
+
+// The rows of `steady run` (kinds "step", "step_round", "soak",
+// "soak_summary"), written by package steady, which names them Row,
+// SoakRow, SoakSummary and Trend.
+
+// Protocol is how steady's load reaches the server (grpc, http1, h2c;
+// the constants are package steady's).
+type Protocol string
+
+// Scenario names one kind of steady step (sequential, throughput, stream,
+// open, ramp, knee, soak; the constants are package steady's).
+type Scenario string
+
+// Client is the gRPC client library a steady gRPC step uses (grpc or lean;
+// the constants are package steady's).
+type Client string
+
+// SteadyRow is one measured step of `steady run` (record kind "step";
+// package steady calls it Row). Times are in microseconds, sizes in bytes,
+// CPU per call in microseconds of CPU time; pointers are nil (JSON null,
+// "–" in tables) when the figure is not available: allocation for a server
+// that does not serve runtime metrics, server CPU or memory that could not
+// be read. A row with Round > 0 is one measured window; a row with Round
+// 0 holds the medians over its step's rounds, with RoundStats.
+type SteadyRow struct {
+	Arm      string   `json:"arm"`
+	Budget   string   `json:"budget"`
+	Protocol Protocol `json:"protocol"`
+	Scenario Scenario `json:"scenario"`
+	// PayloadBytes is the payload size of each request.
+	PayloadBytes int `json:"payload_bytes"`
+	// Concurrency is the number of calls in flight (closed loop) or the
+	// cap on them (open loop).
+	Concurrency int `json:"concurrency"`
+	// Conns is the number of connections the load used.
+	Conns int `json:"conns"`
+	// Depth is the HTTP/1.1 pipelining depth, or for gRPC and h2c the
+	// streams per connection.
+	Depth int `json:"depth"`
+	// RateReq is the requested open-loop rate (0 for closed loop) and
+	// Rate the completed calls per second.
+	RateReq   float64 `json:"rate_req_per_s" render:"%.0f"`
+	Calls     int64   `json:"calls"`
+	Seconds   float64 `json:"seconds" render:"%.2f"`
+	CallsPerS float64 `json:"calls_per_s" render:"%.0f"`
+	// Latency: for open loop, from each call's intended send time.
+	P50Us  float64 `json:"p50_us"`
+	P90Us  float64 `json:"p90_us"`
+	P99Us  float64 `json:"p99_us"`
+	P999Us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
+	// Service time (open loop only): from the actual send.
+	ServiceP50Us float64 `json:"service_p50_us,omitempty"`
+	ServiceP99Us float64 `json:"service_p99_us,omitempty"`
+	ServiceMaxUs float64 `json:"service_max_us,omitempty"`
+
+	// Server figures are nil (null) when they could not be read or the
+	// server's process is unknown (a --target without --server-pid),
+	// never 0.
+	ServerCPUUsPerCall *float64 `json:"server_cpu_us_per_call"`
+	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
+	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
+	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
+	GoMaxProcs         int      `json:"gomaxprocs,omitempty"`
+	PeakRSSBytes       *int64   `json:"peak_rss_bytes"`
+	RSSBytes           *int64   `json:"rss_bytes"`
+	PSSBytes           *int64   `json:"pss_bytes"`
+
+	Errors     int64   `json:"errors"`
+	ErrorRate  float64 `json:"error_rate"`
+	FirstError string  `json:"first_error,omitempty"`
+
+	// Round numbers a measured window (1..Config.Rounds); 0 in the row of
+	// medians over the rounds.
+	Round int `json:"round,omitempty" render:"-"`
+	// Noise is what else the machine did during this window (rounds only).
+	Noise *noise.Window `json:"noise,omitempty" render:"-"`
+	RoundStats
+	// Client is the gRPC client library (grpc or lean); empty for HTTP.
+	Client Client `json:"client,omitempty"`
+	// HeapBytes is the server's live heap objects at the window's end
+	// (runtime metrics), when it serves them.
+	HeapBytes *uint64 `json:"heap_bytes,omitempty"`
+	// Pods is the number of instances serving a target that counts them
+	// (a Knative revision's running pods) at the window's end; ScaleEvent
+	// marks a window whose start and end counts differ.
+	Pods       *int `json:"pods,omitempty"`
+	ScaleEvent bool `json:"scale_event,omitempty"`
+	// Method is the gRPC method called when it is not coldstart's Echo: a
+	// target without it is loaded with health checks (no payload).
+	Method string `json:"method,omitempty" render:"-"`
+}
+
+// RoundStats are a step row's figures over its rounds: how many rounds
+// were measured, how many lacked a server reading, and the intervals of
+// the medians the row holds. Empty in a round's own row.
+type RoundStats struct {
+	// Rounds is the number of windows the row's medians are over.
+	Rounds int `json:"rounds,omitempty"`
+	// Missing counts the rounds whose server CPU or memory could not be
+	// read (left out of those medians).
+	Missing int `json:"missing,omitempty"`
+	// Confidence is the intervals' level.
+	Confidence float64 `json:"confidence,omitempty" render:"-"`
+	// The medians' intervals.
+	CallsPerSCI          *Interval `json:"calls_per_s_ci,omitempty" render:"-"`
+	P50UsCI              *Interval `json:"p50_us_ci,omitempty" render:"-"`
+	P99UsCI              *Interval `json:"p99_us_ci,omitempty" render:"-"`
+	ServerCPUUsPerCallCI *Interval `json:"server_cpu_us_per_call_ci,omitempty" render:"-"`
+	// BusyRounds counts rounds run while other work kept the machine busy
+	// (noise.Window.Busy).
+	BusyRounds int `json:"busy_rounds,omitempty"`
+}
+
+// Interval is a median's confidence interval over rounds; nil bounds are
+// not known (too few rounds for one at the level asked).
+type Interval struct {
+	Low  *float64 `json:"low"`
+	High *float64 `json:"high"`
+}
+
+// SoakRow is one interval of a soak: the step row of that interval's
+// open-loop window, where it lies in the soak, and the server's heap.
+type SoakRow struct {
+	SteadyRow
+	// Interval counts from 1; AtSeconds is the interval's end, in seconds
+	// from the soak's start.
+	Interval  int     `json:"interval"`
+	AtSeconds float64 `json:"at_s" render:"%.0f"`
+}
+
+// SoakSummary is a soak's end: the slope of RSS and of p99 over time, each
+// with its 95% interval and verdict, and the soak's verdict (drifting if
+// either drifts, unknown if either cannot be told, else stable).
+type SoakSummary struct {
+	Arm       string  `json:"arm"`
+	Budget    string  `json:"budget"`
+	RateReq   float64 `json:"rate_req_per_s"`
+	Intervals int     `json:"intervals"`
+	Seconds   float64 `json:"seconds"`
+	Calls     int64   `json:"calls"`
+	Errors    int64   `json:"errors"`
+	RSS       Trend   `json:"rss"`
+	P99       Trend   `json:"p99"`
+	Verdict   string  `json:"verdict"`
+}
+
+// Trend is the least-squares slope of one soak metric over time, per hour,
+// with its 95% confidence interval (Student's t on n-2 degrees of freedom),
+// and what it says: "drifting" when the whole interval lies above the
+// metric's material rate (a leak or a slowdown), else "stable" (a metric
+// that fell beyond it is stable, and its text says "falling").
+type Trend struct {
+	Metric string `json:"metric"` // "rss_bytes", "p99_us", ...
+	Unit   string `json:"unit"`   // of PerHour: "bytes/h", "µs/h"
+	Points int    `json:"points"`
+	// PerHour is the slope; Lo and Hi bound its 95% interval.
+	PerHour float64 `json:"per_hour"`
+	Lo      float64 `json:"per_hour_ci_lo"`
+	Hi      float64 `json:"per_hour_ci_hi"`
+	// Material is the smallest rate that counts as drift (per hour).
+	Material float64 `json:"material_per_hour"`
+	Verdict  string  `json:"verdict"` // stable, drifting, or unknown (fewer than 3 points)
+	// Text says it for people: "drifting: +1.2 MiB/h (95% CI +0.9 to +1.5)".
+	Text string `json:"text"`
+}

@@ -1,0 +1,27 @@
+package steady
+
+import results "github.com/coldstart-go/coldstart/record"
+
+// The rows steady writes are defined once, in package record, so that
+// reading results (package report) needs none of steady's load, launch or
+// cgroup code. These are their names here.
+type (
+	// Row is one measured step (record.SteadyRow).
+	Row = results.SteadyRow
+	// RoundStats are a step row's figures over its rounds.
+	RoundStats = results.RoundStats
+	// Interval is a median's confidence interval over rounds.
+	Interval = results.Interval
+	// SoakRow is one interval of a soak.
+	SoakRow = results.SoakRow
+	// SoakSummary is a soak's trends and verdict.
+	SoakSummary = results.SoakSummary
+	// Trend is the slope of one soak metric over time.
+	Trend = results.Trend
+	// Protocol is how the load reaches the server.
+	Protocol = results.Protocol
+	// Scenario names one kind of step.
+	Scenario = results.Scenario
+	// Client is the gRPC client library a gRPC step uses.
+	Client = results.Client
+)
