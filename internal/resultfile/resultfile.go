@@ -59,7 +59,10 @@ func Create(dir, label string, p provenance.Provenance) (*File, error) {
 func (f *File) Path() string { return f.path }
 
 // Add appends one record of the given kind ("probe", "summary", "artifact",
-// ...) and rewrites the file atomically. v must marshal to a JSON object.
+// ...) and rewrites the file atomically. v must marshal to a JSON object
+// without a "kind" key of its own; one that does not is refused and the
+// file stays as it was. When the rewrite fails, the file on disk stays as
+// it was and the record is kept: the next successful Add writes it too.
 func (f *File) Add(kind string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -67,6 +70,15 @@ func (f *File) Add(kind string, v any) error {
 	}
 	if len(b) < 2 || b[0] != '{' {
 		return fmt.Errorf("encode %s record: not a JSON object", kind)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return fmt.Errorf("encode %s record: %w", kind, err)
+	}
+	if _, ok := keys["kind"]; ok {
+		// Two "kind" keys on one line: a reader would take the record's
+		// own for the record kind.
+		return fmt.Errorf("encode %s record: it has its own \"kind\" key, which would clash with the record kind", kind)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
