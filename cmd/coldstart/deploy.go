@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/knative"
 )
 
@@ -30,6 +32,10 @@ type deployOptions struct {
 	CPU        float64
 	Memory     string
 	Verbose    bool
+	// Pkg and CacheDir are for --dry-run only: the image arm, when given
+	// no --image, is built locally from Pkg ("" = the sample server).
+	Pkg      string
+	CacheDir string
 
 	InitialScale string // "auto" or a count
 	Service      knative.ServiceOptions
@@ -42,21 +48,27 @@ func newDeployCmd(run func(context.Context, *deployOptions, io.Writer) error) *c
 	o := &deployOptions{Timeout: 5 * time.Minute, InitialScale: "auto", Service: knative.DefaultServiceOptions()}
 	o.Service.Namespace = ""
 	cmd := &cobra.Command{
-		Use:   "deploy [flags]",
+		Use:   "deploy [flags] [PKG]",
 		Short: "Deploy each arm's image as a Knative Service set up for scale-to-zero, or delete them",
 		Long: `deploy creates or updates one serving.knative.dev/v1 Service per arm (named coldstart-ARM),
 from the image of that arm by digest: gRPC port named h2c, the server on $PORT, CPU and
 memory requests and limits from --cpu and --memory, no service links, and autoscaling
 annotations that let each revision go to zero and come back promptly. It waits until
-each Service is Ready and prints its URL. --dry-run prints the manifests instead;
---delete removes the Services deploy created (labelled app.kubernetes.io/managed-by=coldstart).
+each Service is Ready and prints its URL. --dry-run prints the manifests instead and
+touches no cluster or registry: there the image arm needs no --image, as it is built
+locally from PKG (default: the bundled sample server) and shown by its local digest,
+marked as not pushed. --delete removes the Services deploy created (labelled app.kubernetes.io/managed-by=coldstart).
 The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster account.`,
-		Example: `  coldstart deploy --dry-run --image default=registry.example/echo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+		Example: `  coldstart deploy --dry-run
+  coldstart deploy --dry-run --image default=registry.example/echo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
   coldstart deploy --namespace bench --image default=REPO@sha256:HEX --image upx=REPO@sha256:HEX --cpu 0.5 --memory 256Mi
   coldstart deploy --namespace bench --delete`,
-		Args: cobra.NoArgs,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
+			if len(args) == 1 {
+				o.Pkg = args[0]
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -69,7 +81,8 @@ The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-clust
 	f.StringVar(&o.Namespace, "namespace", "", "namespace of the Services (\"\" = the kubeconfig context's, else default)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context (\"\" = current)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print the Services as YAML and touch no cluster")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the Services as YAML and touch no cluster (the image arm without --image: built locally, marked not pushed)")
+	f.StringVar(&o.CacheDir, "cache-dir", "", `--dry-run: build cache for the local image arm ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
 	f.BoolVar(&o.Delete, "delete", false, "delete the Services deploy created (only those labelled app.kubernetes.io/managed-by=coldstart)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "wait this long for all Services to be Ready (0 = do not wait)")
 	f.Float64Var(&o.CPU, "cpu", 0, "CPU request and limit in cores, e.g. 0.5 (0 = none)")
@@ -144,6 +157,9 @@ func (o *deployOptions) validate() error {
 		}
 		o.Service.Annotations[k] = v
 	}
+	if o.Pkg != "" && !o.DryRun {
+		return fmt.Errorf("PKG %s: only with --dry-run, which builds the image arm locally; deploy takes pushed images (--image ARM=REPO@sha256:HEX)", o.Pkg)
+	}
 	if o.Delete {
 		if len(o.Images) > 0 {
 			return fmt.Errorf("--image: not used with --delete")
@@ -157,16 +173,98 @@ func (o *deployOptions) validate() error {
 		}
 		sort.Strings(arms)
 	}
+	if len(arms) == 0 && o.DryRun {
+		arms = []string{builds.ImageArm} // built locally below
+	}
 	if len(arms) == 0 {
-		return fmt.Errorf("--image: none given; deploy needs ARM=REPO@sha256:HEX per arm (push the image arm with --push to get one)")
+		return fmt.Errorf("--image: none given; deploy needs ARM=REPO@sha256:HEX per arm (push the image arm with `coldstart build --arms image --push REGISTRY/REPO` to get one, or preview with --dry-run)")
 	}
 	o.arms = nil
 	for _, a := range arms {
 		ref, ok := images[a]
-		if !ok {
+		if !ok && !(o.DryRun && a == builds.ImageArm) {
 			return fmt.Errorf("--arms: arm %s has no --image %s=REPO@sha256:HEX", a, a)
 		}
+		// In a dry run the image arm without --image has Image "": runDeploy
+		// builds it locally.
 		o.arms = append(o.arms, knative.Arm{Name: a, Image: ref, Budget: b})
+	}
+	return nil
+}
+
+// NotPushedRepo is the repository a dry run shows a locally built,
+// unpushed image under, before its digest. The .invalid domain (RFC 2606)
+// never resolves, so a manifest applied by mistake fails to pull rather
+// than pulling something else.
+const NotPushedRepo = "not-pushed.invalid/coldstart/"
+
+// localImage builds the image arm locally for a dry run (cached like
+// coldstart build's) and returns its artifact, whose Digest the manifest
+// shows.
+func (o *deployOptions) localImage(ctx context.Context) (builds.Artifact, error) {
+	src := builds.Source{Pkg: o.Pkg}
+	if o.Pkg == "" {
+		s, err := builds.SampleSource()
+		if err != nil {
+			return builds.Artifact{}, err
+		}
+		src = s
+	}
+	bo := builds.Options{CacheDir: o.CacheDir, Verbose: o.Verbose}
+	if o.Verbose {
+		bo.Progress = o.stderr
+	}
+	builds.SetImageOptions() // no push: a dry run touches no registry either
+	arts, errs := builds.BuildAll(ctx, src, []string{builds.ImageArm}, bo)
+	if errs[0] != nil {
+		return builds.Artifact{}, fmt.Errorf("--dry-run: build the image arm locally: %w", errs[0])
+	}
+	if arts[0].Digest == "" {
+		return builds.Artifact{}, fmt.Errorf("--dry-run: the image arm built locally has no digest")
+	}
+	return arts[0], nil
+}
+
+// dryRun prints the Services as YAML. An arm without an image (the image
+// arm) is built locally and shown by its local digest under NotPushedRepo,
+// its manifest preceded by a comment saying it is not pushed (also said on
+// the error writer).
+func (o *deployOptions) dryRun(ctx context.Context, w io.Writer, so knative.ServiceOptions) error {
+	notes := map[string]string{} // service name → why it is not deployable as is
+	arms := append([]knative.Arm(nil), o.arms...)
+	for i, a := range arms {
+		if a.Image != "" {
+			continue
+		}
+		art, err := o.localImage(ctx)
+		if err != nil {
+			return err
+		}
+		arms[i].Image = NotPushedRepo + a.Name + "@" + art.Digest
+		note := fmt.Sprintf("arm %s: not pushed: %s is the local build (OCI layout %s); no cluster can pull it. "+
+			"Push it with `coldstart build --arms image --push REGISTRY/REPO` and pass --image %s=REPO@sha256:HEX.",
+			a.Name, art.Digest, art.Image, a.Name)
+		notes[so.ServiceName(a.Name)] = note
+		fmt.Fprintf(o.stderr, "deploy: %s\n", note)
+	}
+	svcs, err := knative.Services(arms, so)
+	if err != nil {
+		return err
+	}
+	for i, s := range svcs {
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if note, ok := notes[s.Name]; ok {
+			if _, err := fmt.Fprintf(w, "# NOT PUSHED: %s\n", note); err != nil {
+				return err
+			}
+		}
+		if err := knative.WriteYAML(w, []*servingv1.Service{s}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -178,11 +276,7 @@ func runDeploy(ctx context.Context, o *deployOptions, w io.Writer) error {
 		if so.Namespace = o.Namespace; so.Namespace == "" {
 			so.Namespace = "default"
 		}
-		svcs, err := knative.Services(o.arms, so)
-		if err != nil {
-			return err
-		}
-		return knative.WriteYAML(w, svcs)
+		return o.dryRun(ctx, w, so)
 	}
 	cfg, ns, err := knative.Kubeconfig{Path: o.Kubeconfig, Context: o.Context}.Load()
 	if err != nil {

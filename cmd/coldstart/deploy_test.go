@@ -19,6 +19,7 @@ import (
 	servingclient "knative.dev/serving/pkg/client/clientset/versioned"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/kubetest"
 	"github.com/coldstart-go/coldstart/knative"
 )
@@ -80,6 +81,12 @@ func TestDeployFlags(t *testing.T) {
 		{name: "window too short", args: []string{"--image", "default=" + img, "--window", "1s"}, wantErr: "--window: 1s"},
 		{name: "bad memory", args: []string{"--image", "default=" + img, "--memory", "lots"}, wantErr: "--memory"},
 		{name: "dry-run and delete", args: []string{"--dry-run", "--delete"}, wantErr: "dry-run"},
+		{name: "dry run without an image: the image arm, to build locally", args: []string{"--dry-run"},
+			arms: []knative.Arm{{Name: "image"}}},
+		{name: "dry run: the local image arm beside a pushed one", args: []string{"--dry-run", "--image", "upx=" + img, "--arms", "image,upx"},
+			arms: []knative.Arm{{Name: "image"}, {Name: "upx", Image: img}}},
+		{name: "dry run: only the image arm builds locally", args: []string{"--dry-run", "--arms", "upx"}, wantErr: "--arms: arm upx has no --image"},
+		{name: "PKG without --dry-run", args: []string{"--image", "default=" + img, "./cmd/x"}, wantErr: "PKG ./cmd/x: only with --dry-run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +126,60 @@ func TestDeployDryRun(t *testing.T) {
 		if !strings.Contains(y, want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, y)
 		}
+	}
+}
+
+// TestDeployDryRunLocalImage: a dry run with no pushed image builds the
+// image arm (the sample server) locally and prints its manifest by the
+// digest that build has, marked as not pushed, beside a pushed arm's.
+func TestDeployDryRunLocalImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the sample server's image arm")
+	}
+	t.Setenv("KUBECONFIG", "/nonexistent") // --dry-run must not need a cluster
+	cache := t.TempDir()
+	img := "r.example/echo@" + digest
+	cmd := newDeployCmd(runDeploy)
+	var out, errw bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errw)
+	cmd.SetArgs([]string{"--dry-run", "--cache-dir", cache, "--arms", "image,upx", "--image", "upx=" + img})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("deploy --dry-run: %v (stderr %s)", err, errw.String())
+	}
+	// The same build again (its binary from the cache; the image digest is
+	// reproducible): its digest is the one shown.
+	src, err := builds.SampleSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts, errs := builds.BuildAll(context.Background(), src, []string{builds.ImageArm}, builds.Options{CacheDir: cache})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	local := arts[0].Digest
+	if !strings.HasPrefix(local, "sha256:") {
+		t.Fatalf("image arm built again: digest %q, want sha256:HEX", local)
+	}
+	docs := strings.Split(out.String(), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("dry run printed %d YAML documents, want 2:\n%s", len(docs), out.String())
+	}
+	imageDoc, upxDoc := docs[0], docs[1]
+	for _, want := range []string{"# NOT PUSHED: arm image: not pushed: " + local, "name: coldstart-image",
+		"image: " + NotPushedRepo + "image@" + local, "--image image=REPO@sha256:HEX"} {
+		if !strings.Contains(imageDoc, want) {
+			t.Errorf("the image arm's manifest lacks %q:\n%s", want, imageDoc)
+		}
+	}
+	if !strings.Contains(upxDoc, "image: "+img) || strings.Contains(upxDoc, "NOT PUSHED") {
+		t.Errorf("the pushed arm's manifest should show its --image and no note:\n%s", upxDoc)
+	}
+	if !strings.Contains(errw.String(), "arm image: not pushed: "+local) {
+		t.Errorf("stderr %q does not say the image arm is not pushed", errw.String())
+	}
+	if _, err := knative.ParseDigest(NotPushedRepo + "image@" + local); err != nil {
+		t.Errorf("the not-pushed reference does not parse as a digest reference: %v", err)
 	}
 }
 
