@@ -88,6 +88,9 @@ type placeConfig struct {
 	// mode and mount force a hierarchy (tests): "" = detect.
 	mode  Mode
 	mount string
+	// noMemSearch: a start that fails for the memory limit is not
+	// explained by a search (the search's own placements).
+	noMemSearch bool
 }
 
 // WithAccounting makes Place use a cgroup even for a budget without a
@@ -112,6 +115,7 @@ func withHierarchy(m Mode, mount string) PlaceOption {
 type Placement struct {
 	b    Budget
 	id   string
+	cfg  placeConfig  // how it was placed, for placing its like (memStartSearch)
 	cpus *unix.CPUSet // nil = leave affinity alone
 	cg   cgroup       // nil = no cgroup
 
@@ -162,7 +166,7 @@ func (b Budget) Place(id string, opts ...PlaceOption) (*Placement, error) {
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Placement{b: b, id: id}
+	p := &Placement{b: b, id: id, cfg: cfg}
 	if len(b.CPUs) > 0 {
 		var set unix.CPUSet
 		for _, c := range b.CPUs {
@@ -327,6 +331,9 @@ func (p *Placement) Start(cmd *exec.Cmd) error {
 		err = cmd.Start()
 	}
 	if err != nil {
+		if p.b.MemBytes > 0 && isENOMEM(err) && !p.cfg.noMemSearch {
+			return p.memTooSmall(cmd, err)
+		}
 		return fmt.Errorf("start %s in budget %s: %w", cmd.Path, p.b, err)
 	}
 	p.mu.Lock()
