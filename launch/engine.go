@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -28,6 +29,11 @@ import (
 // host network and a read-only root, with the budget as --cpus,
 // --cpuset-cpus and --memory. Phases: process_started is when `run -d`
 // returned (the engine has created and started the container).
+//
+// Each container is named by the Spec's ID and recorded by that name in the
+// run's state file (internal/leftovers) before `run`, so that one a
+// SIGKILLed coldstart leaves is removed by the next run or `coldstart
+// clean`, like a runc container.
 type Engine struct {
 	// Name is "docker" or "podman".
 	Name string
@@ -120,13 +126,18 @@ func (e *Engine) load(ctx context.Context, path string, log io.Writer) (string, 
 		if err != nil {
 			return "", err
 		}
-		f, err := os.CreateTemp("", "coldstart-engine-*.tar")
+		// In a directory the run's state file lists first, so that a
+		// SIGKILL during the load leaves no tarball behind.
+		dir, forget, err := leftovers.MkdirTemp("", "coldstart-engine-")
 		if err != nil {
 			return "", fmt.Errorf("load image %s: %w", path, err)
 		}
-		f.Close()
-		tb = f.Name()
-		defer os.Remove(tb)
+		defer func() {
+			if os.RemoveAll(dir) == nil {
+				forget()
+			}
+		}()
+		tb = filepath.Join(dir, "image.tar")
 		if err := tarball.WriteToFile(tb, tag, img); err != nil {
 			return "", fmt.Errorf("load image %s: write tarball: %w", path, err)
 		}
@@ -224,6 +235,18 @@ func (e *Engine) Launch(ctx context.Context, s Spec) (Instance, error) {
 		grace = 2 * time.Second
 	}
 	c := &engineContainer{arm: s.Arm, id: s.ID, engine: e.Name, bin: e.bin(), log: s.Log, grace: grace, done: make(chan struct{})}
+	// The container goes into the run's state file, by the exact name it
+	// is about to get, before it exists; remove forgets it once removed.
+	abs, err := exec.LookPath(c.bin)
+	if err == nil {
+		abs, err = filepath.Abs(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %s: %w", s.Arm, c.bin, err)
+	}
+	if c.forget, err = leftovers.Add(leftovers.Entry{Kind: leftovers.EngineContainer, ID: s.ID, Engine: abs}); err != nil {
+		return nil, fmt.Errorf("start %s: record container %s: %w", s.Arm, s.ID, err)
+	}
 	args := e.runArgs(s, image)
 	if c.log != nil {
 		fmt.Fprintf(c.log, "+ %s\n", shellQuote(append([]string{c.bin}, args...)))
@@ -281,6 +304,7 @@ type engineContainer struct {
 	pid                  int
 	cg                   cgroupOf
 	done                 chan struct{}
+	forget               func() // drops the state file's record of the container
 
 	mu       sync.Mutex
 	err      error
@@ -328,11 +352,15 @@ func (c *engineContainer) Stop(ctx context.Context) error {
 	return c.stopErr
 }
 
+// remove removes the container (gone already is fine) and then forgets
+// its record; a container it could not remove stays recorded, for a
+// sweep.
 func (c *engineContainer) remove() error {
 	out, err := c.command("rm", "--force", c.id).CombinedOutput()
 	if err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
 		return fmt.Errorf("%s rm %s: %v: %s", c.engine, c.id, err, strings.TrimSpace(string(out)))
 	}
+	c.forget()
 	return nil
 }
 

@@ -11,8 +11,15 @@ import (
 	"github.com/coldstart-go/coldstart/prober"
 )
 
-// TestMain removes the test servers built for this package's tests.
-func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
+// TestMain removes the test servers built for this package's tests. With
+// engineChildEnv set, the test binary is instead a run that launches a
+// container through the fake engine (engine_test.go).
+func TestMain(m *testing.M) {
+	if fake := os.Getenv(engineChildEnv); fake != "" {
+		os.Exit(engineChild(fake))
+	}
+	os.Exit(testservers.Run(m))
+}
 
 func freeTCP(t *testing.T) prober.Target {
 	t.Helper()

@@ -1,5 +1,5 @@
 // Package leftovers keeps what a run creates (server processes, runc
-// containers, cgroups, bundles, unpacked root filesystems, mounts, temp
+// containers, docker/podman containers, cgroups, bundles, unpacked root filesystems, mounts, temp
 // directories) in a state file before creating it, so that what a run
 // killed with SIGKILL left behind is found from the file and removed: by the
 // next run (Open sweeps the files of dead owners) or on demand (`coldstart
@@ -39,14 +39,15 @@ type Kind string
 
 // The kinds, in the order Sweep removes them.
 const (
-	Process   Kind = "process"   // PID (with its start time): killed with its process group
-	Container Kind = "container" // runc container ID under Root: killed and deleted
-	Cgroup    Kind = "cgroup"    // a cgroup directory: its processes killed, then removed
-	Mount     Kind = "mount"     // a mount point: unmounted (lazily)
-	Dir       Kind = "dir"       // a directory (bundle, rootfs, socket dir): removed with its contents
+	Process         Kind = "process"          // PID (with its start time): killed with its process group
+	Container       Kind = "container"        // runc container ID under Root: killed and deleted
+	EngineContainer Kind = "engine_container" // docker/podman container by the exact name coldstart gave it (ID): `Engine rm --force ID`
+	Cgroup          Kind = "cgroup"           // a cgroup directory: its processes killed, then removed
+	Mount           Kind = "mount"            // a mount point: unmounted (lazily)
+	Dir             Kind = "dir"              // a directory (bundle, rootfs, socket dir): removed with its contents
 )
 
-var order = map[Kind]int{Process: 0, Container: 1, Cgroup: 2, Mount: 3, Dir: 4}
+var order = map[Kind]int{Process: 0, Container: 1, EngineContainer: 1, Cgroup: 2, Mount: 3, Dir: 4}
 
 // Entry is one thing a run created.
 type Entry struct {
@@ -56,11 +57,13 @@ type Entry struct {
 	// PID and Start (clock ticks after boot) name a process.
 	PID   int    `json:"pid,omitempty"`
 	Start uint64 `json:"start,omitempty"`
-	// ID is a container's id; Root is runc's --root ("" = its default) and
-	// Runc the runc binary.
-	ID   string `json:"id,omitempty"`
-	Root string `json:"root,omitempty"`
-	Runc string `json:"runc,omitempty"`
+	// ID is a container's id (an engine container's name); Root is runc's
+	// --root ("" = its default) and Runc the runc binary; Engine is the
+	// docker or podman binary, by absolute path.
+	ID     string `json:"id,omitempty"`
+	Root   string `json:"root,omitempty"`
+	Runc   string `json:"runc,omitempty"`
+	Engine string `json:"engine,omitempty"`
 }
 
 func (e Entry) String() string {
@@ -73,6 +76,8 @@ func (e Entry) String() string {
 			s += " (--root " + e.Root + ")"
 		}
 		return s
+	case EngineContainer:
+		return filepath.Base(e.Engine) + " container " + e.ID
 	}
 	return string(e.Kind) + " " + e.Path
 }
@@ -343,6 +348,15 @@ func remove(e Entry) error {
 		out, err := exec.Command(runc, append(args, "delete", "--force", e.ID)...).CombinedOutput()
 		if err != nil && !strings.Contains(string(out), "does not exist") && !strings.Contains(string(out), "not exist") {
 			return fmt.Errorf("runc delete --force %s: %v: %s", e.ID, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case EngineContainer:
+		if e.Engine == "" || e.ID == "" {
+			return fmt.Errorf("engine container without engine or name: %+v", e)
+		}
+		out, err := exec.Command(e.Engine, "rm", "--force", e.ID).CombinedOutput()
+		if err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
+			return fmt.Errorf("%s rm --force %s: %v: %s", e.Engine, e.ID, err, strings.TrimSpace(string(out)))
 		}
 		return nil
 	case Cgroup:
