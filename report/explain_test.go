@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,26 +11,10 @@ import (
 // test server as default and upx arms): phases, top packages with their
 // modules, the arms compared, and the stacked phase plot.
 func TestExplainSection(t *testing.T) {
-	r := load(t, filepath.Join("testdata", "explain"))
-	if len(r.Warnings) != 0 {
-		t.Errorf("warnings from the explain fixture: %v", r.Warnings)
-	}
-	dir := t.TempDir()
-	plots, err := r.Plots(dir)
-	if err != nil {
-		t.Fatalf("Plots() = %v", err)
-	}
+	plots, md := renderFixture(t, "explain", "Explain")
 	if len(plots) != 1 || plots[0].Kind != "explain" {
 		t.Fatalf("plots %+v, want the one stacked phase plot", plots)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, plots[0].File)); err != nil || fi.Size() == 0 {
-		t.Errorf("plot %s: %v", plots[0].File, err)
-	}
-	var b bytes.Buffer
-	if err := r.Markdown(&b, MarkdownOptions{Title: "Explain", Plots: plots, PlotsRel: "plots"}); err != nil {
-		t.Fatalf("Markdown() = %v", err)
-	}
-	golden(t, b.Bytes())
 	for _, want := range []string{
 		"## Start-up attribution: where the time goes",
 		"**default** (max): top packages by median init time",
@@ -40,7 +23,7 @@ func TestExplainSection(t *testing.T) {
 		"| max | exec_to_runtime | default | upx |",
 		"![start-up phases per arm",
 	} {
-		if !strings.Contains(b.String(), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
 	}

@@ -292,78 +292,85 @@ func (r *Report) pullRecs() []Recommendation {
 // variant, and the break-even starts per pull against it per pair of arms.
 // Uncapped ("max") rows have no speed to plot and are left out.
 func pullPlots(c *Campaign) ([]namedPlot, error) {
-	sums := c.pullSummaries()
 	var out []namedPlot
 
-	p := plot.New()
-	p.X.Label.Text = "link, Mbit/s"
-	p.Y.Label.Text = "node without the image → first RPC, ms"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
-	lines := map[string]plotter.XYs{}
-	var names []string
-	for _, s := range sums {
+	first := newSeries()
+	for _, s := range c.pullSummaries() {
 		if s.Deploy != 1 || s.BandwidthBits == 0 || s.NodeToFirstRPCMs <= 0 {
 			continue
 		}
-		n := s.PullVariant.String()
-		if _, ok := lines[n]; !ok {
-			names = append(names, n)
-		}
-		lines[n] = append(lines[n], plotter.XY{X: float64(s.BandwidthBits) / 1e6, Y: s.NodeToFirstRPCMs})
+		first.add(s.PullVariant.String(), plotter.XY{X: float64(s.BandwidthBits) / 1e6, Y: s.NodeToFirstRPCMs})
 	}
-	if len(names) > 0 {
-		for i, n := range names {
-			xy := lines[n]
-			sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
-			l, pts, err := plotter.NewLinePoints(xy)
-			if err != nil {
-				return nil, fmt.Errorf("plot pull: %w", err)
-			}
-			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-			l.Dashes = plotutil.Dashes(i)
-			pts.Shape = plotutil.Shape(i)
-			p.Add(l, pts)
-			p.Legend.Add(n, l, pts)
-		}
-		p.Add(plotter.NewGrid())
-		p.Legend.Top = true
+	p, err := first.linkPlot("node without the image → first RPC, ms", true)
+	if err != nil {
+		return nil, fmt.Errorf("plot pull: %w", err)
+	}
+	if p != nil {
 		out = append(out, namedPlot{p: p, name: "pull", title: "node without the image → first RPC"})
 	}
 
-	q := plot.New()
-	q.X.Label.Text = "link, Mbit/s"
-	q.Y.Label.Text = "break-even, starts per pull"
-	q.X.Scale, q.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	q.X.Tick.Marker, q.Y.Tick.Marker = logTicks{}, logTicks{}
-	bl := map[string]plotter.XYs{}
-	var bnames []string
+	be := newSeries()
 	for _, e := range record.PullBreakEvens(c.Pull) {
 		if e.Small.Arm == e.Other.Arm || e.BandwidthBits == 0 || e.Always != "" || e.Starts <= 0 {
 			continue
 		}
 		n := e.Small.Arm + " vs " + e.Other.Arm + " (" + string(e.Small.Compression) + ", " + string(e.Small.Layering) + ")"
-		if _, ok := bl[n]; !ok {
-			bnames = append(bnames, n)
-		}
-		bl[n] = append(bl[n], plotter.XY{X: float64(e.BandwidthBits) / 1e6, Y: e.Starts})
+		be.add(n, plotter.XY{X: float64(e.BandwidthBits) / 1e6, Y: e.Starts})
 	}
-	if len(bnames) > 0 {
-		for i, n := range bnames {
-			xy := bl[n]
-			sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
-			l, pts, err := plotter.NewLinePoints(xy)
-			if err != nil {
-				return nil, fmt.Errorf("plot break-even: %w", err)
-			}
-			l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-			pts.Shape = plotutil.Shape(i)
-			q.Add(l, pts)
-			q.Legend.Add(n, l, pts)
-		}
-		q.Add(plotter.NewGrid())
-		q.Legend.Top = true
+	q, err := be.linkPlot("break-even, starts per pull", false)
+	if err != nil {
+		return nil, fmt.Errorf("plot break-even: %w", err)
+	}
+	if q != nil {
 		out = append(out, namedPlot{p: q, name: "breakeven", title: "starts per pull below which the smaller image wins"})
 	}
 	return out, nil
+}
+
+// series are named lines of points, in the order their names first came.
+type series struct {
+	names []string
+	xy    map[string]plotter.XYs
+}
+
+func newSeries() *series { return &series{xy: map[string]plotter.XYs{}} }
+
+func (l *series) add(name string, p plotter.XY) {
+	if _, ok := l.xy[name]; !ok {
+		l.names = append(l.names, name)
+	}
+	l.xy[name] = append(l.xy[name], p)
+}
+
+// linkPlot draws each series against the link's speed (Mbit/s), both axes
+// logarithmic, as a line with points in its own colour and shape (dashed
+// too when dashes), with a grid and the legend on top; nil when there is
+// nothing to draw.
+func (l *series) linkPlot(ylabel string, dashes bool) (*plot.Plot, error) {
+	if len(l.names) == 0 {
+		return nil, nil
+	}
+	p := plot.New()
+	p.X.Label.Text = "link, Mbit/s"
+	p.Y.Label.Text = ylabel
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
+	for i, n := range l.names {
+		xy := l.xy[n]
+		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+		ln, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		ln.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+		if dashes {
+			ln.Dashes = plotutil.Dashes(i)
+		}
+		pts.Shape = plotutil.Shape(i)
+		p.Add(ln, pts)
+		p.Legend.Add(n, ln, pts)
+	}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	return p, nil
 }

@@ -47,6 +47,34 @@ func load(t *testing.T, paths ...string) *Report {
 	return r
 }
 
+// renderFixture loads the results files in testdata/<fixture>, which must
+// read without warnings, draws their plots (each a non-empty file) and
+// renders the report with them, compared with this test's golden file. It
+// returns the plots and the Markdown.
+func renderFixture(t *testing.T, fixture, title string) ([]Plot, string) {
+	t.Helper()
+	r := load(t, filepath.Join("testdata", fixture))
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings from the %s fixture: %v", fixture, r.Warnings)
+	}
+	dir := t.TempDir()
+	plots, err := r.Plots(dir)
+	if err != nil {
+		t.Fatalf("Plots() = %v", err)
+	}
+	for _, p := range plots {
+		if fi, err := os.Stat(filepath.Join(dir, p.File)); err != nil || fi.Size() == 0 {
+			t.Errorf("plot %s: %v", p.File, err)
+		}
+	}
+	var b bytes.Buffer
+	if err := r.Markdown(&b, MarkdownOptions{Title: title, Plots: plots, PlotsRel: "plots"}); err != nil {
+		t.Fatalf("Markdown() = %v", err)
+	}
+	golden(t, b.Bytes())
+	return plots, b.String()
+}
+
 func TestMarkdown(t *testing.T) {
 	r := load(t, "testdata")
 	if len(r.Warnings) != 0 {
