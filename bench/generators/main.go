@@ -161,6 +161,16 @@ func run(ctx context.Context, o options) error {
 	}
 	prov := provenance.Collect("generators", os.Args)
 	prov.Notes = map[string]string{"load_at_start": loadavg(), "server_cpu": o.serverCPU, "generator_cpu": o.genCPU}
+	if v, err := exec.Command(o.h2load, "--version").Output(); err == nil {
+		prov.Notes["h2load"] = strings.TrimSpace(string(v))
+	}
+	if v, err := exec.Command("go", "version", "-m", o.ghz).Output(); err == nil {
+		for _, l := range strings.Split(string(v), "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "mod" {
+				prov.Notes["ghz"] = f[1] + " " + f[2]
+			}
+		}
+	}
 	if o.steadyBase != "" {
 		prov.Notes["steady_base_commit"] = o.steadyBaseRev
 	}
