@@ -91,7 +91,9 @@ else to the server's own address ($PORT or the socket).
 --target ADDR loads a server that is already running (host:port or unix:///path; only
 loopback unless --allow-remote) instead of starting arms; --server-pid PID, which must be
 the process listening at ADDR, lets steady meter its CPU and memory, else those columns
-are null (unknown). --soak D --rate R loads one open-loop rate for D, one row per
+are null (unknown). A gRPC target without coldstart's Echo service but with the standard
+health service (fortio's, say) is loaded with health checks, said on stderr and in each
+row's method (stream scenarios need Echo). --soak D --rate R loads one open-loop rate for D, one row per
 --soak-interval, and ends with the slope of RSS and p99 over time (95% interval) and a
 verdict: stable or drifting.`,
 		Example: `  steady run --warmup 2000 --calls 20000
