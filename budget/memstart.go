@@ -16,6 +16,11 @@ import (
 // …/tasks: cannot allocate memory"), on v2 the clone into it fails.
 var ErrMemoryTooSmall = errors.New("memory limit below what a process needs to start")
 
+// forkExecFailed is the status Go's os/exec child exits with when it fails
+// between fork and exec (syscall.forkAndExecInChild); Start reports the
+// error itself unless the child could not write it to its parent.
+const forkExecFailed = 253
+
 // The bounds of the search memTooSmall makes: the limit doubles from the
 // budget's at most memSearchSteps times, never above memSearchMax.
 const (

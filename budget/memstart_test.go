@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -28,9 +29,24 @@ func TestMemoryTooSmallToStart(t *testing.T) {
 	cmd := childCmd("sleep")
 	err := pl.Start(cmd)
 	if err == nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Skipf("a process started under mem=1Ki on this kernel (%s mode): nothing to explain", pl.Mode())
+		// cgroup v2 charges no memory for joining: the start "succeeds",
+		// then the child cannot exec within the limit (exit status 253) or
+		// is killed by it; Explain names the limit either way.
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		select {
+		case werr := <-waited:
+			if xerr := pl.Explain(werr); !errors.Is(xerr, ErrMemoryLimit) && !errors.Is(xerr, ErrMemoryTooSmall) {
+				t.Errorf("a process started under mem=1Ki (%s mode) and ended with %v, want the limit named (ErrMemoryLimit or ErrMemoryTooSmall)", pl.Mode(), xerr)
+			} else {
+				t.Logf("%s mode: started, then %v", pl.Mode(), xerr)
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-waited
+			t.Errorf("a process started under mem=1Ki (%s mode) and was still running 20 s later", pl.Mode())
+		}
+		return
 	}
 	t.Logf("Start: %v", err)
 	if !errors.Is(err, ErrMemoryTooSmall) || !errors.Is(err, unix.ENOMEM) {

@@ -453,6 +453,14 @@ func (p *Placement) Explain(waitErr error) error {
 		return waitErr
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if ok && ws.Exited() && ws.ExitStatus() == forkExecFailed {
+		// cgroup v2 charges nothing for joining, so the start "succeeds";
+		// then the child of fork cannot exec (nor even write why to the
+		// pipe its parent reads) within the limit.
+		return fmt.Errorf("%w: mem=%s is below what the process needs to start: it failed between fork and exec, "+
+			"without room to report why (exit status %d); give a larger mem= (on cgroup v1 coldstart names the smallest that starts it): %w",
+			ErrMemoryTooSmall, FormatSize(p.b.MemBytes), forkExecFailed, waitErr)
+	}
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		return waitErr
 	}
