@@ -103,14 +103,11 @@ func (o *buildOptions) validate() error {
 	if o.Bin.Given() && o.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin.String(), o.Pkg)
 	}
-	switch {
-	case len(o.Bin.Named) > 0 && o.armsGiven:
-		return fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
-	case len(o.Bin.Named) > 0:
-		o.Arms = nil
-	case o.Bin.Path != "" && !o.armsGiven:
-		o.Arms = append(builds.ArmList(nil), builds.BinaryArms...)
+	arms, err := o.Bin.ArmsFor(o.Arms, o.armsGiven)
+	if err != nil {
+		return err
 	}
+	o.Arms = arms
 	if o.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", o.PGODuration)
 	}

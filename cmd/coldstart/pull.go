@@ -100,14 +100,11 @@ func (o *pullOptions) validate() error {
 	if o.Bin.Given() && o.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin.String(), o.Pkg)
 	}
-	switch {
-	case len(o.Bin.Named) > 0 && o.armsGiven:
-		return fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
-	case len(o.Bin.Named) > 0:
-		o.Arms = nil
-	case o.Bin.Path != "" && !o.armsGiven:
-		o.Arms = append(builds.ArmList(nil), builds.BinaryArms...)
+	arms, err := o.Bin.ArmsFor(o.Arms, o.armsGiven)
+	if err != nil {
+		return err
 	}
+	o.Arms = arms
 	for _, a := range o.Arms {
 		if a == builds.ImageArm {
 			return fmt.Errorf("--arms: %q: pull makes the images itself; name the binary arms to put in them (default, static, upx, pgo)", a)

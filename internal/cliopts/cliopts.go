@@ -139,15 +139,11 @@ func (c *Common) Validate() error {
 	if c.Bin.Given() && c.Pkg != "" {
 		return fmt.Errorf("--bin %s and PKG %s: give one or the other", c.Bin.String(), c.Pkg)
 	}
-	switch {
-	case len(c.Bin.Named) > 0 && c.Arms.Given():
-		return fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
-	case len(c.Bin.Named) > 0:
-		c.Arms.Names = nil
-	case c.Bin.Path != "" && !c.Arms.Given():
-		// A binary can only be itself or packed: measure those.
-		c.Arms.Names = append([]string(nil), builds.BinaryArms...)
+	arms, err := c.Bin.ArmsFor(c.Arms.Names, c.Arms.Given())
+	if err != nil {
+		return err
 	}
+	c.Arms.Names = arms
 	if c.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", c.PGODuration)
 	}

@@ -69,6 +69,21 @@ func (b *Bins) Type() string { return "[ARM=]PATH" }
 // Given reports whether --bin was on the command line.
 func (b *Bins) Given() bool { return b.Path != "" || len(b.Named) > 0 }
 
+// ArmsFor is the arm list measured beside the binaries: with ARM=PATH none
+// (and --arms is refused: each binary names its own arm), with PATH and no
+// --arms the arms that apply to a binary (default, upx), else arms.
+func (b *Bins) ArmsFor(arms []string, armsGiven bool) ([]string, error) {
+	switch {
+	case len(b.Named) > 0 && armsGiven:
+		return nil, fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
+	case len(b.Named) > 0:
+		return nil, nil
+	case b.Path != "" && !armsGiven:
+		return append([]string(nil), builds.BinaryArms...), nil
+	}
+	return arms, nil
+}
+
 // Set adds one --bin.
 func (b *Bins) Set(s string) error {
 	name, path, err := ParseBin(s)
