@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/coldstart-go/coldstart/internal/elfdeps"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
 )
 
@@ -262,7 +263,22 @@ func BuildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult,
 			layerType = types.DockerLayer
 		}
 	}
-	layerTar, err := binaryLayerTar(bin.Path, created)
+	// A dynamically linked binary (the default arm: cgo links libc) on an
+	// empty base would not start: its ELF interpreter and shared libraries
+	// come from this host into the same layer, at the paths the loader
+	// looks in. A base image brings its own.
+	var libs []elfdeps.File
+	if o.Base == "" {
+		var missing []string
+		libs, missing, err = elfdeps.Needed(bin.Path)
+		if err != nil {
+			return r, fmt.Errorf("build image: %w", err)
+		}
+		if len(missing) > 0 {
+			return r, fmt.Errorf("build image: %s needs %s, not found on this host (give a base image with --image-base)", bin.Path, strings.Join(missing, ", "))
+		}
+	}
+	layerTar, err := binaryLayerTar(bin.Path, libs, created)
 	if err != nil {
 		return r, fmt.Errorf("build image: %w", err)
 	}
@@ -283,6 +299,9 @@ func BuildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult,
 		return r, fmt.Errorf("build image: append layer: %w", err)
 	}
 	cmds = append(cmds, []string{"layer", bin.Path + " -> " + ImageEntrypoint, "mode=0755", "uid=0", "gid=0", "mtime=" + created.Format(time.RFC3339)})
+	for _, l := range libs {
+		cmds = append(cmds, []string{"layer", l.Real + " -> " + l.Path, "mode=0755", "# needed by the dynamic loader"})
+	}
 
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -443,27 +462,52 @@ func baseName(path string) string {
 	return filepath.Base(path)
 }
 
-// binaryLayerTar is a tar stream holding the binary at ImageEntrypoint.
-func binaryLayerTar(path string, mtime time.Time) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read binary %s: %w", path, err)
-	}
+// binaryLayerTar is a tar stream holding the binary at ImageEntrypoint and
+// each library at its Path (with its parent directories), all owned by root.
+func binaryLayerTar(path string, libs []elfdeps.File, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     strings.TrimPrefix(ImageEntrypoint, "/"),
-		Mode:     0o755,
-		Size:     int64(len(data)),
-		ModTime:  mtime,
-		Format:   tar.FormatPAX,
+	dirs := map[string]bool{}
+	add := func(src, dst string) error {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", src, err)
+		}
+		dst = strings.TrimPrefix(filepath.Clean(dst), "/")
+		var parents []string
+		for d := filepath.Dir(dst); d != "." && d != "/" && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+			parents = append(parents, d)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			h := &tar.Header{Typeflag: tar.TypeDir, Name: parents[i] + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX}
+			if err := tw.WriteHeader(h); err != nil {
+				return fmt.Errorf("tar %s: %w", parents[i], err)
+			}
+		}
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     dst,
+			Mode:     0o755,
+			Size:     int64(len(data)),
+			ModTime:  mtime,
+			Format:   tar.FormatPAX,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("tar %s: %w", src, err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			return fmt.Errorf("tar %s: %w", src, err)
+		}
+		return nil
 	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("tar %s: %w", path, err)
+	if err := add(path, ImageEntrypoint); err != nil {
+		return nil, err
 	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, fmt.Errorf("tar %s: %w", path, err)
+	for _, l := range libs {
+		if err := add(l.Real, l.Path); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("tar %s: %w", path, err)

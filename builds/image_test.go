@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/coldstart-go/coldstart/internal/elfdeps"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
 )
 
@@ -354,5 +355,63 @@ func TestImageArmRegistered(t *testing.T) {
 	}
 	if !strings.Contains(a.Flags, "-trimpath") {
 		t.Errorf("flags = %q, want the static arm's", a.Flags)
+	}
+}
+
+// TestBuildImageDynamic: a dynamically linked binary (the default arm links
+// libc through cgo) on an empty base gets its ELF interpreter and shared
+// libraries in the layer, at the paths the loader looks in; else the image
+// could not start.
+func TestBuildImageDynamic(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	want, _, err := elfdeps.Needed(sh)
+	if err != nil || len(want) == 0 {
+		t.Skipf("sh is not dynamically linked here (%v)", err)
+	}
+	r, err := BuildImage(context.Background(), Artifact{Path: sh, SHA256: "x", GoVersion: "none"}, ImageOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := ociimage.Load(r.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d, %v; want 1", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got := map[string]int64{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			got["/"+h.Name] = h.Size
+		}
+	}
+	if _, ok := got[ImageEntrypoint]; !ok {
+		t.Errorf("layer %v lacks %s", got, ImageEntrypoint)
+	}
+	for _, f := range want {
+		fi, err := os.Stat(f.Real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[f.Path] != fi.Size() {
+			t.Errorf("layer holds %s with %d bytes, want %d (from %s)", f.Path, got[f.Path], fi.Size(), f.Real)
+		}
 	}
 }

@@ -6,7 +6,6 @@
 package pagecache
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coldstart-go/coldstart/internal/elfdeps"
 )
 
 // mincore fills vec with one byte per page of m, bit 0 set when resident.
@@ -130,68 +131,26 @@ func Tree(dir string) ([]string, error) {
 	return out, nil
 }
 
-// libDirs are where the dynamic loader looks on the Debian and Fedora
-// family (ld.so.cache aside).
-var libDirs = []string{
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-	"/lib64", "/usr/lib64", "/lib", "/usr/lib",
-}
-
 // Files is what starting bin reads: bin itself, its ELF interpreter and the
 // shared libraries it needs, transitively, found in the loader's standard
 // directories (a library not found there is left out). A static binary is
-// just itself.
+// just itself. Paths are resolved, each listed once.
 func Files(bin string) ([]string, error) {
-	seen := map[string]bool{}
-	var out []string
-	var walk func(path string, top bool) error
-	walk = func(path string, top bool) error {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			if top {
-				return fmt.Errorf("list files of %s: %w", bin, err)
-			}
-			return nil
-		}
-		if seen[real] {
-			return nil
-		}
-		seen[real] = true
-		out = append(out, real)
-		f, err := elf.Open(real)
-		if err != nil {
-			return nil // not ELF (a script): itself only
-		}
-		defer f.Close()
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				b := make([]byte, p.Filesz)
-				if _, err := p.ReadAt(b, 0); err == nil {
-					if i := len(b); i > 0 && b[i-1] == 0 {
-						b = b[:i-1]
-					}
-					if err := walk(string(b), false); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		libs, _ := f.ImportedLibraries()
-		for _, l := range libs {
-			for _, d := range libDirs {
-				p := filepath.Join(d, l)
-				if _, err := os.Stat(p); err == nil {
-					if err := walk(p, false); err != nil {
-						return err
-					}
-					break
-				}
-			}
-		}
-		return nil
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", bin, err)
 	}
-	if err := walk(bin, true); err != nil {
-		return nil, err
+	deps, _, err := elfdeps.Needed(real)
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", bin, err)
+	}
+	out := []string{real}
+	seen := map[string]bool{real: true}
+	for _, d := range deps {
+		if !seen[d.Real] {
+			seen[d.Real] = true
+			out = append(out, d.Real)
+		}
 	}
 	return out, nil
 }

@@ -1,17 +1,16 @@
 package vmtest
 
 import (
-	"debug/elf"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cavaliergopher/cpio"
+
+	"github.com/coldstart-go/coldstart/internal/elfdeps"
 )
 
 // Initramfs is the guest's whole userland: files copied from the host,
@@ -71,61 +70,21 @@ func (r *Initramfs) AddBinary(dst, src string) error {
 	if err := r.AddFile(dst, src, 0o755); err != nil {
 		return err
 	}
-	return r.addLibraries(src, map[string]bool{})
+	return r.addLibraries(src)
 }
 
-// libDirs is where the host's dynamic loader finds libraries (Debian amd64).
-var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/lib", "/usr/lib"}
-
-func (r *Initramfs) addLibraries(bin string, seen map[string]bool) error {
-	f, err := elf.Open(bin)
+func (r *Initramfs) addLibraries(bin string) error {
+	deps, missing, err := elfdeps.Needed(bin)
 	if err != nil {
-		return fmt.Errorf("initramfs: read ELF %s: %w", bin, err)
+		return fmt.Errorf("initramfs: %w", err)
 	}
-	defer f.Close()
-	var need []string
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_INTERP {
-			continue
-		}
-		b, err := io.ReadAll(p.Open())
-		if err != nil {
-			return fmt.Errorf("initramfs: read interpreter of %s: %w", bin, err)
-		}
-		need = append(need, strings.TrimRight(string(b), "\x00"))
+	if len(missing) > 0 {
+		return fmt.Errorf("initramfs: %s needs %s, not found in %s", bin, strings.Join(missing, ", "), strings.Join(elfdeps.Dirs, ", "))
 	}
-	libs, err := f.ImportedLibraries()
-	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-		return fmt.Errorf("initramfs: read libraries of %s: %w", bin, err)
-	}
-	for _, lib := range libs {
-		found := ""
-		for _, d := range libDirs {
-			if _, err := os.Stat(filepath.Join(d, lib)); err == nil {
-				found = filepath.Join(d, lib)
-				break
-			}
-		}
-		if found == "" {
-			return fmt.Errorf("initramfs: %s needs %s, not found in %s", bin, lib, strings.Join(libDirs, ", "))
-		}
-		need = append(need, found)
-	}
-	for _, p := range need {
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
+	for _, d := range deps {
 		// Keep the path the binary names (often a symlink, such as
 		// /lib64/ld-linux-x86-64.so.2), holding the real file's bytes.
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			return fmt.Errorf("initramfs: resolve %s (needed by %s): %w", p, bin, err)
-		}
-		if err := r.AddFile(p, real, 0o755); err != nil {
-			return err
-		}
-		if err := r.addLibraries(real, seen); err != nil {
+		if err := r.AddFile(d.Path, d.Real, 0o755); err != nil {
 			return err
 		}
 	}
