@@ -32,11 +32,12 @@ func HealthCheck(ctx context.Context, target, authority string) error {
 }
 
 // CheckerProbe makes a ProbeFunc of any prober.Checker: ready answers are
-// success, everything else an error. The Checker sets its own :authority
-// (prober.Health.Authority, prober.GRPCMethod.Authority); the authority
-// argument is ignored.
+// success, everything else an error. Each attempt carries the authority
+// argument as its :authority (Host for an HTTP probe) unless the Checker
+// sets its own: the ingress and the activator route on it.
 func CheckerProbe(c prober.Checker) ProbeFunc {
-	return func(ctx context.Context, target, _ string) error {
+	return func(ctx context.Context, target, authority string) error {
+		c := WithAuthority(c, authority)
 		a, err := c.Check(ctx, prober.Target{Network: "tcp", Address: target})
 		if err != nil {
 			return err
@@ -46,6 +47,43 @@ func CheckerProbe(c prober.Checker) ProbeFunc {
 		}
 		return nil
 	}
+}
+
+// WithAuthority returns c with its :authority (the Host header for an HTTP
+// probe) set to authority, unless c sets one already or authority is "".
+// Probe kinds without one (tcp) are returned as they are.
+func WithAuthority(c prober.Checker, authority string) prober.Checker {
+	if authority == "" {
+		return c
+	}
+	switch t := c.(type) {
+	case prober.Health:
+		if t.Authority == "" {
+			t.Authority = authority
+		}
+		return t
+	case *prober.GRPCMethod:
+		if t.Authority == "" {
+			cp := *t
+			cp.Authority = authority
+			return &cp
+		}
+	case *prober.HTTP:
+		if t.Host == "" {
+			cp := *t
+			cp.Host = authority
+			return &cp
+		}
+	}
+	return c
+}
+
+// RevisionHost is the cluster-local host name of a revision,
+// REVISION.NAMESPACE.svc.cluster.local: Knative's activator routes a
+// request with that :authority to the revision (as it does one with the
+// Knative-Serving-Revision and -Namespace headers).
+func RevisionHost(namespace, revision string) string {
+	return revision + "." + namespace + ".svc.cluster.local"
 }
 
 // MeasureOptions configure ScaleFromZero. Zero durations take the defaults
@@ -65,8 +103,14 @@ type MeasureOptions struct {
 	// cluster).
 	Target string
 	// Authority is the :authority of each probe, which the ingress routes
-	// on; "" uses the host of the Service's URL.
+	// on; "" uses the host of the Service's URL (or, with Activator, the
+	// revision's host).
 	Authority string
+	// Activator says that Target is Knative's activator (its Service, port
+	// 81 for h2c), not an ingress: each probe's :authority is then the
+	// latest ready revision's RevisionHost, which the activator routes on.
+	// The ingress hop is not part of what is measured.
+	Activator bool
 	// ZeroTimeout bounds each wait until the revision is at zero (0 = 10m;
 	// Knative's own scale-down takes its stable window plus
 	// scale-to-zero-grace-period, ~40 s with coldstart's annotations).
@@ -121,14 +165,77 @@ var ErrNoTarget = errors.New("no address to probe")
 // start that gets no healthy reply within ProbeTimeout is recorded with its
 // Error set and the run goes on; errors of the cluster or of record end it.
 func ScaleFromZero(ctx context.Context, c Clients, o MeasureOptions, record func(prober.Sample) error) error {
+	return ScaleFromZeroInterleaved(ctx, c, []MeasureOptions{o}, record)
+}
+
+// ScaleFromZeroInterleaved is ScaleFromZero for several Services, arms
+// interleaved: round r makes run r of each Service in the order given, so
+// that each Service scales down to zero while the others are measured (a
+// revision takes its stable window, the scale-to-zero grace period and its
+// pod's drain, ~45 s with Knative's defaults, to reach zero), and a drift
+// of the cluster over time touches every arm alike. Runs and Warmup come
+// from the first options.
+func ScaleFromZeroInterleaved(ctx context.Context, c Clients, opts []MeasureOptions, record func(prober.Sample) error) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	arms := make([]*armRun, 0, len(opts))
+	defer func() {
+		for _, a := range arms {
+			a.obs.close()
+		}
+	}()
+	for _, o := range opts {
+		a, err := prepare(ctx, c, o)
+		if err != nil {
+			return err
+		}
+		arms = append(arms, a)
+	}
+	first := 1
+	if opts[0].Warmup {
+		first = 0
+	}
+	for run := first; run <= opts[0].Runs; run++ {
+		for _, a := range arms {
+			if err := a.measure(ctx, run, record); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// armRun is one Service under measurement: its options, where probes go,
+// and the informers that watch its Deployments and pods.
+type armRun struct {
+	o                 MeasureOptions
+	target, authority string
+	obs               *observer
+}
+
+// prepare reads the Service, decides where its probes go and starts
+// watching it.
+func prepare(ctx context.Context, c Clients, o MeasureOptions) (*armRun, error) {
 	o.defaults()
 	svc, err := c.Serving.ServingV1().Services(o.Namespace).Get(ctx, o.Service, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get service %s/%s: %w", o.Namespace, o.Service, err)
+		return nil, fmt.Errorf("get service %s/%s: %w", o.Namespace, o.Service, err)
+	}
+	if o.Activator && o.Authority == "" {
+		rev := svc.Status.LatestReadyRevisionName
+		if rev == "" {
+			return nil, fmt.Errorf("probe service %s/%s through the activator: %w: it has no ready revision yet (%s)",
+				o.Namespace, o.Service, ErrNoTarget, Conditions(svc))
+		}
+		o.Authority = RevisionHost(o.Namespace, rev)
+	}
+	if o.Activator && o.Target == "" {
+		return nil, fmt.Errorf("probe service %s/%s through the activator: %w: pass the activator's address", o.Namespace, o.Service, ErrNoTarget)
 	}
 	target, authority, err := probeAddress(o, urlString(svc.Status.URL), addressURL(svc.Status.Address))
 	if err != nil {
-		return fmt.Errorf("probe service %s/%s: %w", o.Namespace, o.Service, err)
+		return nil, fmt.Errorf("probe service %s/%s: %w", o.Namespace, o.Service, err)
 	}
 	if o.Container == "" && len(svc.Spec.Template.Spec.Containers) > 0 {
 		// Not "any but queue-proxy": a mesh may add its own sidecar.
@@ -137,30 +244,29 @@ func ScaleFromZero(ctx context.Context, c Clients, o MeasureOptions, record func
 	logf(o.Log, "%s: probing %s with :authority %q", o.Service, target, authority)
 	obs, err := observe(ctx, c, o.Namespace, o.Service)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer obs.close()
+	return &armRun{o: o, target: target, authority: authority, obs: obs}, nil
+}
 
-	first := 1
-	if o.Warmup {
-		first = 0
+// measure waits until the Service is at zero, times one cold start and
+// records it as run.
+func (a *armRun) measure(ctx context.Context, run int, record func(prober.Sample) error) error {
+	o := a.o
+	zctx, cancel := context.WithTimeout(ctx, o.ZeroTimeout)
+	err := a.obs.waitZero(zctx, func(why string) { logf(o.Log, "%s run %d: waiting for zero: %s", o.Service, run, why) })
+	cancel()
+	if err != nil {
+		return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
 	}
-	for run := first; run <= o.Runs; run++ {
-		zctx, cancel := context.WithTimeout(ctx, o.ZeroTimeout)
-		err := obs.waitZero(zctx, func(why string) { logf(o.Log, "%s run %d: waiting for zero: %s", o.Service, run, why) })
-		cancel()
-		if err != nil {
-			return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
-		}
-		s, err := coldStart(ctx, obs, o, target, authority)
-		if err != nil {
-			return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
-		}
-		s.Arm, s.Budget, s.Run, s.Warmup = o.Arm, o.Budget, run, run == 0
-		logf(o.Log, "%s run %d: first RPC after %.1f ms, %d attempts %s", o.Service, run, s.FirstRPCMs, s.Attempts, s.Error)
-		if err := record(s); err != nil {
-			return fmt.Errorf("record run %d of %s: %w", run, o.Service, err)
-		}
+	s, err := coldStart(ctx, a.obs, o, a.target, a.authority)
+	if err != nil {
+		return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
+	}
+	s.Arm, s.Budget, s.Run, s.Warmup = o.Arm, o.Budget, run, run == 0
+	logf(o.Log, "%s run %d: first RPC after %.1f ms, %d attempts %s", o.Service, run, s.FirstRPCMs, s.Attempts, s.Error)
+	if err := record(s); err != nil {
+		return fmt.Errorf("record run %d of %s: %w", run, o.Service, err)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 // healthServer serves grpc.health.v1 on loopback and reports the
@@ -90,4 +92,80 @@ func TestProbeAddress(t *testing.T) {
 func closedAddr(t *testing.T) string {
 	t.Helper()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(closedPort(t)))
+}
+
+// TestCheckerProbeAuthority: the probe `coldstart run --on knative` uses
+// (CheckerProbe of the --probe checker) carries the authority it is given;
+// it used to drop it, so an ingress or the activator saw the dialled address
+// as the host and could not route the request.
+func TestCheckerProbeAuthority(t *testing.T) {
+	_, addr, auth := healthServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tests := []struct {
+		name    string
+		checker prober.Checker
+		arg     string
+		want    string
+	}{
+		{"given", prober.Health{}, "coldstart-default-00001.bench.svc.cluster.local", "coldstart-default-00001.bench.svc.cluster.local"},
+		{"checker's own wins", prober.Health{Authority: "mine"}, "theirs", "mine"},
+		{"none: the address", prober.Health{}, "", addr},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := CheckerProbe(tt.checker)(ctx, addr, tt.arg); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-auth; got != tt.want {
+				t.Errorf(":authority = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWithAuthority(t *testing.T) {
+	m, err := prober.NewGRPCMethod("/pkg.Svc/Get", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := prober.NewHTTP("h2c://127.0.0.1/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(c prober.Checker) string {
+		switch t := c.(type) {
+		case prober.Health:
+			return t.Authority
+		case *prober.GRPCMethod:
+			return t.Authority
+		case *prober.HTTP:
+			return t.Host
+		}
+		return "n/a"
+	}
+	tests := []struct {
+		name string
+		c    prober.Checker
+		want string
+	}{
+		{"health", prober.Health{}, "a.b"},
+		{"health, own kept", prober.Health{Authority: "own"}, "own"},
+		{"grpc method", m, "a.b"},
+		{"http host", h, "a.b"},
+		{"tcp has none", prober.TCP{}, "n/a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if g := got(WithAuthority(tt.c, "a.b")); g != tt.want {
+				t.Errorf("authority %q, want %q", g, tt.want)
+			}
+		})
+	}
+	if m.Authority != "" || h.Host != "" {
+		t.Error("WithAuthority changed the checker it was given")
+	}
+	if c := WithAuthority(prober.Health{}, ""); got(c) != "" {
+		t.Errorf("empty authority set %q", got(c))
+	}
 }

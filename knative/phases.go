@@ -20,12 +20,18 @@ const (
 	PhaseDeploymentScaled = "deployment_scaled" // a Deployment's spec.replicas went from 0 to 1+
 	PhasePodCreated       = "pod_created"       // a new pod appeared
 	PhasePodScheduled     = "pod_scheduled"     // its PodScheduled condition is True
+	PhaseSandboxReady     = "sandbox_ready"     // PodReadyToStartContainers is True: sandbox and network set up
 	PhaseContainerStarted = "container_started" // the server container is running
 	PhasePodReady         = "pod_ready"         // its Ready condition is True
 )
 
 // watchPhases are the phases a complete cold start shows in watch events.
 var watchPhases = []string{PhaseDeploymentScaled, PhasePodCreated, PhasePodScheduled, PhaseContainerStarted, PhasePodReady}
+
+// phaseOrder orders phases seen at the same millisecond: watchPhases with
+// PhaseSandboxReady (a condition Kubernetes ≥1.29 sets; a cold start is
+// complete without it) before the container starts.
+var phaseOrder = []string{PhaseDeploymentScaled, PhasePodCreated, PhasePodScheduled, PhaseSandboxReady, PhaseContainerStarted, PhasePodReady}
 
 // queueProxy is the name of the sidecar Knative adds to every pod.
 const queueProxy = "queue-proxy"
@@ -74,6 +80,8 @@ func (t *phaseTracker) observe(at time.Time, obj any) {
 				t.mark(PhasePodScheduled, at)
 			case corev1.PodReady:
 				t.mark(PhasePodReady, at)
+			case corev1.PodReadyToStartContainers:
+				t.mark(PhaseSandboxReady, at)
 			}
 		}
 		for _, cs := range o.Status.ContainerStatuses {
@@ -100,7 +108,7 @@ func (t *phaseTracker) phases() []prober.Phase {
 		out = append(out, prober.Phase{Name: name, Ms: ms(at.Sub(t.t0))})
 	}
 	order := map[string]int{}
-	for i, p := range watchPhases {
+	for i, p := range phaseOrder {
 		order[p] = i
 	}
 	sort.SliceStable(out, func(i, j int) bool {

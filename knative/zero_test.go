@@ -403,3 +403,41 @@ func TestScaleFromZeroFailures(t *testing.T) {
 		t.Errorf("ScaleFromZero(missing service) = %v", err)
 	}
 }
+
+// TestScaleFromZeroViaActivator: with Activator set, each probe dials the
+// given activator address with the latest ready revision's cluster-local
+// host as :authority (the activator routes on it; there is no ingress).
+func TestScaleFromZeroViaActivator(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d := deployment("coldstart-default-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{})
+	svc, _ := NewService(testArms()[1], testDeployOptions("bench").Service)
+	markStatus(svc, true)
+	c := fakeCluster(t, "bench", true, svc)
+	c.Kube = kubefake.NewSimpleClientset(d)
+	var gotTarget, gotAuthority string
+	probe := func(_ context.Context, target, authority string) error {
+		gotTarget, gotAuthority = target, authority
+		return nil
+	}
+	o := MeasureOptions{Namespace: "bench", Service: "coldstart-default", Runs: 1, Activator: true,
+		Target: "10.234.0.31:81", Probe: probe, PhaseGrace: time.Millisecond}
+	if err := ScaleFromZero(ctx, c, o, func(prober.Sample) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if gotTarget != "10.234.0.31:81" || gotAuthority != "coldstart-default-00001.bench.svc.cluster.local" {
+		t.Errorf("probed %s with :authority %s, want the activator with the revision's host", gotTarget, gotAuthority)
+	}
+
+	o.Target = ""
+	if err := ScaleFromZero(ctx, c, o, nil); !errors.Is(err, ErrNoTarget) {
+		t.Errorf("activator without a target: %v, want ErrNoTarget", err)
+	}
+	notReady, _ := NewService(testArms()[1], testDeployOptions("bench").Service)
+	markStatus(notReady, false)
+	c = fakeCluster(t, "bench", true, notReady)
+	o.Target = "10.234.0.31:81"
+	if err := ScaleFromZero(ctx, c, o, nil); !errors.Is(err, ErrNoTarget) || !strings.Contains(err.Error(), "no ready revision") {
+		t.Errorf("activator, no ready revision: %v, want ErrNoTarget naming it", err)
+	}
+}

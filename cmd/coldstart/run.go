@@ -32,10 +32,11 @@ type runOptions struct {
 	Namespace  string
 	Kubeconfig string
 	Target     string
+	Via        string
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence}
+	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Via: "ingress"}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
@@ -73,6 +74,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
+	f.StringVar(&o.Via, "via", o.Via, "--on knative: what --target is: ingress (probes carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; probes carry the revision's host REV.NS.svc.cluster.local, no ingress hop)")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
@@ -98,12 +100,21 @@ func (o *runOptions) validate() error {
 	}
 	switch o.On {
 	case "local":
-		if o.Namespace != "" || o.Kubeconfig != "" || o.Target != "" {
-			return fmt.Errorf("--namespace, --kubeconfig and --target go with --on knative")
+		if o.Namespace != "" || o.Kubeconfig != "" || o.Target != "" || o.Via != "ingress" {
+			return fmt.Errorf("--namespace, --kubeconfig, --target and --via go with --on knative")
 		}
 	case "knative":
 		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
 			return fmt.Errorf("--on knative measures deployed Services: build and push with coldstart build --arms image --push, deploy with coldstart deploy; no PKG, --bin or server arguments here")
+		}
+		switch o.Via {
+		case "ingress":
+		case "activator":
+			if o.Target == "" {
+				return fmt.Errorf("--via activator: give the activator's address as --target HOST:PORT (its Service's h2c port is 81)")
+			}
+		default:
+			return fmt.Errorf("--via: %q, want ingress or activator", o.Via)
 		}
 	default:
 		return fmt.Errorf("--on: %q, want local or knative", o.On)

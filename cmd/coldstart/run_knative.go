@@ -30,7 +30,12 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err := knative.Preflight(ctx, c, ns); err != nil {
 		return err
 	}
-	rf, err := o.CreateResults("coldstart-knative", knative.ClusterNotes(ctx, c, ns))
+	notes := knative.ClusterNotes(ctx, c, ns)
+	notes["probe_via"] = o.Via
+	if o.Via == "activator" {
+		notes["probe_path"] = "prober -> activator Service " + o.Target + " -> revision pod (queue-proxy -> server); no ingress hop"
+	}
+	rf, err := o.CreateResults("coldstart-knative", notes)
 	if err != nil {
 		return err
 	}
@@ -38,27 +43,34 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var sums []campaign.Summary
 	prefix := knative.DefaultServiceOptions().NamePrefix
+	var mos []knative.MeasureOptions
 	for _, arm := range o.Arms.Names {
-		var samples []prober.Sample
-		mo := knative.MeasureOptions{
+		mos = append(mos, knative.MeasureOptions{
 			Namespace: ns, Service: prefix + arm, Arm: arm, Budget: "knative",
-			Runs: o.Runs, Warmup: true, Target: o.Target, ProbeTimeout: o.Timeout,
+			Runs: o.Runs, Warmup: true, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,
 			Probe: knative.CheckerProbe(checker), Log: o.Progress(),
-		}
-		err = knative.ScaleFromZero(ctx, c, mo, func(s prober.Sample) error {
-			samples = append(samples, s)
-			return rf.Add("sample", s)
 		})
-		if err != nil {
-			err = fmt.Errorf("%s arm on knative: %w", arm, err)
-			break
+	}
+	// Arms interleaved: each Service scales to zero while the others are
+	// measured.
+	samples := map[string][]prober.Sample{}
+	err = knative.ScaleFromZeroInterleaved(ctx, c, mos, func(s prober.Sample) error {
+		samples[s.Arm] = append(samples[s.Arm], s)
+		return rf.Add("sample", s)
+	})
+	if err != nil {
+		err = fmt.Errorf("on knative: %w", err)
+	}
+	var sums []campaign.Summary
+	for _, arm := range o.Arms.Names {
+		if len(samples[arm]) == 0 {
+			continue
 		}
-		s := record.Summarize(samples)
+		s := record.Summarize(samples[arm])
 		s.Arm, s.Budget, s.Probe = arm, "knative", checker.Name()
-		if err = rf.Add("summary", s); err != nil {
-			break
+		if aerr := rf.Add("summary", s); aerr != nil && err == nil {
+			err = aerr
 		}
 		sums = append(sums, s)
 	}
