@@ -24,7 +24,7 @@ var optsCmp = cmp.Options{
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, On: "local"}
+		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, On: "local", Via: "ingress"}
 		if mod != nil {
 			mod(&o)
 		}
@@ -69,6 +69,11 @@ func TestRunFlags(t *testing.T) {
 			want: base(func(o *runOptions) {
 				o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", arms("image")
 			})},
+		{name: "via activator", args: []string{"--on", "knative", "--via", "activator", "--target", "10.234.0.31:81", "--arms", "image"},
+			want: base(func(o *runOptions) {
+				o.On, o.Via, o.Target, o.Arms = "knative", "activator", "10.234.0.31:81", arms("image")
+			})},
+		{name: "via activator needs its address", args: []string{"--on", "knative", "--via", "activator"}, wantErr: "--via activator: give the activator's address"},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
 		{name: "cold page cache", args: []string{"--page-cache", "cold"}, want: base(func(o *runOptions) { o.PageCache = "cold" })},
 		{name: "unknown page cache", args: []string{"--page-cache", "tepid"}, wantErr: `--page-cache: "tepid", want warm or cold`},
