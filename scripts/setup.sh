@@ -115,3 +115,20 @@ else
 	echo "setup: installing fortio v1.68.2 into $fortio_bin" >&2
 	go install fortio.org/fortio@v1.68.2
 fi
+
+# --- knative-node (opt-in: scripts/knative-node.sh, scripts/knative-e2e.sh) ---
+# The single-node cluster needs iptables (kube-proxy, the no-egress rules),
+# conntrack (kube-proxy's UDP cleanup) and the CNI bridge, host-local and
+# loopback plugins from Debian's containernetworking-plugins (/usr/lib/cni).
+knode=()
+command -v iptables >/dev/null 2>&1 || knode+=(iptables)
+command -v conntrack >/dev/null 2>&1 || knode+=(conntrack)
+[ -x /usr/lib/cni/bridge ] || knode+=(containernetworking-plugins)
+if [ ${#knode[@]} -eq 0 ]; then
+	echo "setup: iptables, conntrack and the CNI plugins (knative-node) are present" >&2
+elif [ "$(id -u)" -ne 0 ]; then
+	echo "setup: ${knode[*]} missing; run as root to install them (only scripts/knative-node.sh needs them)" >&2
+else
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${knode[@]}" >/dev/null
+	echo "setup: installed ${knode[*]} (knative-node)" >&2
+fi
