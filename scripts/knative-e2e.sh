@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# knative-e2e.sh measures scale-from-zero on a real single-node Knative,
+# in one command: build (cached), up, deploy, measure, delete, down, and
+# counts what is left behind.
+#
+#   sudo scripts/knative-e2e.sh                # 10 counted runs per arm
+#   RUNS=20 ARMS=static,upx sudo scripts/knative-e2e.sh
+#
+# 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
+#    Knative Serving v0.42.2 from the Go module proxy (first time ~30 min on
+#    2 cores, cached afterwards), coldstart from this tree;
+# 2. coldstart build of the sample server's arms; each arm's binary becomes
+#    an image (scripts/knode-image: the static and upx binaries alone, the
+#    default arm with the libc it links), the image arm is coldstart's own;
+#    all imported into the cluster's containerd as dev.local/coldstart/echo-ARM;
+# 3. scripts/knative-node.sh up;
+# 4. coldstart deploy --image ARM=dev.local/coldstart/echo-ARM@sha256:...;
+# 5. coldstart run --on knative --via activator: RUNS scale-from-zero samples
+#    per arm (after one warm-up round), arms interleaved, each after a real
+#    wait for zero, probed through Knative's activator (there is no ingress
+#    here: the results say so);
+# 6. coldstart deploy --delete, scripts/knative-node.sh down (which fails if
+#    it left processes, mounts, network namespaces, iptables rules, cgroups or
+#    links behind).
+#
+# The results file lands in results/ (RESULTS_DIR) as
+# <time>_coldstart-knative.jsonl; commit the tree first if it is to be
+# published (its provenance records the commit and whether the tree was dirty).
+# Network: probes go to the activator's ClusterIP (a pod on the script's
+# bridge); nothing leaves the machine. Every load is bounded: RUNS cold
+# starts per arm, each given TIMEOUT.
+set -euo pipefail
+
+RUNS=${RUNS:-10}
+ARMS=${ARMS:-default,static,upx,image}
+TIMEOUT=${TIMEOUT:-2m}
+RESULTS_DIR=${RESULTS_DIR:-results}
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+node="$repo/scripts/knative-node.sh"
+cache=${COLDSTART_KNODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coldstart/knode}
+log() { echo "knative-e2e: $*" >&2; }
+
+[ "$(id -u)" = 0 ] || { log "needs root (the cluster's kubelet, containerd, iptables)"; exit 1; }
+start=$SECONDS
+"$node" build
+log "build done at $((SECONDS - start)) s"
+
+tools=$cache/tools
+(cd "$repo" && go build -o "$tools/coldstart" ./cmd/coldstart && go build -o "$tools/knode-image" ./scripts/knode-image)
+cs=$tools/coldstart
+
+# The arms of the sample server, built by coldstart (its build cache).
+work=$cache/e2e
+rm -rf "$work" && mkdir -p "$work"
+(cd "$repo" && "$cs" build --arms "$ARMS" -o json -q) >"$work/arms.json"
+declare -A tars
+for arm in ${ARMS//,/ }; do
+	path=$(jq -r --arg a "$arm" '.[] | select(.arm == $a) | .path' "$work/arms.json")
+	[ -n "$path" ] || { log "coldstart build made no $arm arm (see $work/arms.json)"; exit 1; }
+	if [ "$arm" = image ]; then
+		tars[$arm]=$path # coldstart's image arm: already an image tarball
+	else
+		mkdir -p "$work/$arm"
+		cp "$path" "$work/$arm/echo-$arm"
+		"$tools/knode-image" -bin "$work/$arm/echo-$arm" -tag "dev.local/coldstart/echo-$arm:knode" -dir "$work/$arm" >/dev/null
+		tars[$arm]=$work/$arm/echo-$arm.image.tar
+	fi
+done
+
+cleanup() {
+	rc=$?
+	if [ -n "${KUBECONFIG:-}" ] && [ -f "$KUBECONFIG" ]; then
+		"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" --delete >&2 || true
+	fi
+	"$node" down || rc=1
+	log "finished in $((SECONDS - start)) s (exit $rc)"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$node" up >"$work/env"
+# shellcheck disable=SC1091
+set -a && . "$work/env" && set +a
+read -r -a ctr <<<"$KNODE_CTR"
+
+images=()
+for arm in ${ARMS//,/ }; do
+	name=dev.local/coldstart/echo-$arm:knode
+	out=$("${ctr[@]}" images import "${tars[$arm]}")
+	if [ "$arm" = image ]; then
+		# coldstart's image arm names itself coldstart/echo:DIGEST12.
+		src=$("${ctr[@]}" images ls -q | grep -E '(^|/)coldstart/echo:' | head -n 1)
+		"${ctr[@]}" images tag --force "$src" "$name" >/dev/null
+	fi
+	digest=$("${ctr[@]}" images ls "name==$name" | awk 'NR==2{print $3}')
+	[ -n "$digest" ] || { log "import of ${tars[$arm]} made no $name: $out"; exit 1; }
+	# Pods reference the image by digest: give containerd that name too.
+	"${ctr[@]}" images tag --force "$name" "dev.local/coldstart/echo-$arm@$digest" >/dev/null
+	images+=(--image "$arm=dev.local/coldstart/echo-$arm@$digest")
+done
+
+log "deploying ${ARMS}"
+# target-burst-capacity -1: there is no cluster DNS here, and with any other
+# value Knative's autoscaler, before it scales a revision to zero, probes the
+# revision's Service by its DNS name to see the activator in the path; the
+# probe fails and the revision never reaches zero. With -1 the activator is
+# always in the path (where these probes go anyway) and is not probed.
+"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --target-burst-capacity -1 --timeout 5m -v
+
+log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
+"$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --kubeconfig "$KUBECONFIG" \
+	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --timeout "$TIMEOUT" \
+	--results-dir "$RESULTS_DIR" -o markdown
