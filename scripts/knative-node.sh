@@ -266,7 +266,8 @@ counts() {
 	procs=$(pgrep -c -f "$cache/|$state/|$run/|knative-node.sh mark-ingresses" || true)
 	mounts=$(grep -c -E " ($state|$run|/run/containerd-knode|/var/run/netns/cni-)" /proc/mounts || true)
 	netns=$( (find /var/run/netns -maxdepth 1 -name 'cni-*' 2>/dev/null || true) | wc -l)
-	rules=$(iptables-save 2>/dev/null | grep -v -c -E '^(#|\*|COMMIT|:)' || true)
+	# Rules, and chains Kubernetes made, in both families.
+	rules=$( (iptables-save 2>/dev/null; ip6tables-save 2>/dev/null) | grep -v -E '^(#|\*|COMMIT)' | grep -c -E '^(-A|:KUBE-)' || true)
 	cg=$( (find /sys/fs/cgroup -maxdepth 2 -type d \( -name kubepods -o -name 'kubepods.slice' -o -name 'knode*' \) 2>/dev/null || true) | wc -l)
 	links=$(ip -o link show | grep -c -E "($bridge|veth)" || true)
 	logs_left=$( (ls /var/log/containers /var/log/pods 2>/dev/null || true) | grep -c -E "knative-serving|coldstart" || true)
@@ -286,8 +287,8 @@ counts() {
 	echo "pod_logs $logs_left"
 	# Fixed paths the components create when left to their defaults (all
 	# are configured away; counted in case one is not).
-	echo "host_dirs $( (ls -d $state $run /run/containerd /var/run/nri /opt/containerd /var/lib/cni /etc/cni \
-		/var/lib/kubelet /etc/kubernetes /var/run/netns 2>/dev/null || true) | wc -l)"
+	echo "host_dirs $( (ls -d /run/containerd /var/run/nri /opt/containerd /var/lib/cni /etc/cni \
+		/var/lib/kubelet /etc/kubernetes /var/run/netns $state $run 2>/dev/null || true) | wc -l)"
 }
 
 # ---------------------------------------------------------------- up
@@ -301,9 +302,10 @@ setup_host() {
 	[ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found: apt-get install containernetworking-plugins (scripts/setup.sh)"
 	mkdir -p "$state" "$run" "$logs"
 	counts >"$run/counts.before"
-	for d in /run/containerd /var/run/netns; do
+	for d in /run/containerd /var/run/netns /var/lib/cni /var/lib/kubelet; do
 		[ -e $d ] && touch "$run/had$(echo $d | tr / _)"
 	done
+	(iptables-save; ip6tables-save) 2>/dev/null | grep -c 'KUBE-' >"$run/kube_chains.before" || true
 	# kubelet sets vm.overcommit_memory, kernel.panic and kernel.panic_on_oops
 	# (its "kernel defaults"); kube-proxy and this script set forwarding:
 	# all put back by down.
@@ -664,12 +666,32 @@ rm_cgroups() {
 	done
 }
 
+# kubelet_iptables_cleanup removes the chains kubelet makes (KUBE-FIREWALL,
+# KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT) and the rules that jump to them,
+# in both families, unless KUBE- chains existed before up (another cluster's).
+kubelet_iptables_cleanup() {
+	local before=0 ipt t r c
+	[ -f "$run/kube_chains.before" ] && before=$(cat "$run/kube_chains.before")
+	[ "${before:-0}" = 0 ] || return 0
+	for ipt in iptables ip6tables; do
+		command -v $ipt >/dev/null || continue
+		for t in filter nat mangle; do
+			{ $ipt -t $t -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE-' || true; } | sed 's/^-A/-D/' | while read -r r; do
+				eval "$ipt -t $t $r" 2>/dev/null || true
+			done
+			for c in $($ipt -t $t -S 2>/dev/null | awk '/^-N KUBE-/{print $2}'); do $ipt -t $t -F "$c" 2>/dev/null || true; done
+			for c in $($ipt -t $t -S 2>/dev/null | awk '/^-N KUBE-/{print $2}'); do $ipt -t $t -X "$c" 2>/dev/null || true; done
+		done
+	done
+}
+
 down() {
 	need_root down
 	local ctr=("$ctdbin/ctr" --address "$run/containerd.sock" -n k8s.io)
 	kill_pidfile knode-kingress
 	kill_pidfile kube-proxy
 	[ -x "$k8sbin/kube-proxy" ] && "$k8sbin/kube-proxy" --cleanup >/dev/null 2>&1 || true
+	kubelet_iptables_cleanup
 	kill_pidfile kube-scheduler
 	kill_pidfile kube-controller-manager
 	kill_pidfile kubelet
@@ -698,7 +720,9 @@ down() {
 	done
 	# containerd's shims keep their sockets in /run/containerd/s whatever the
 	# state directory; netns may land in /var/run/netns.
-	for d in /run/containerd /var/run/netns; do
+	# kubelet's device-plugin socket stays in /var/lib/kubelet whatever its
+	# root dir; containerd's CNI result cache is /var/lib/cni.
+	for d in /run/containerd /var/run/netns /var/lib/cni /var/lib/kubelet; do
 		[ -f "$run/had$(echo $d | tr / _)" ] && continue
 		[ -d $d ] || continue
 		for m in $(awk '{print $2}' /proc/mounts | grep "^$d/"); do umount -l "$m" 2>/dev/null || true; done
