@@ -635,7 +635,7 @@ env_() {
 	echo "KUBECONFIG=$state/admin.kubeconfig"
 	echo "KNODE_ACTIVATOR=$activator_ip:81"
 	echo "KNODE_NAMESPACE=coldstart-knode"
-	echo "KNODE_CTR=$ctdbin/ctr --address $run/containerd.sock -n k8s.io"
+	echo "KNODE_CTR='$ctdbin/ctr --address $run/containerd.sock -n k8s.io'"
 	echo "KNODE_KUBECTL=$k8sbin/kubectl"
 }
 
@@ -730,7 +730,17 @@ down() {
 	done
 	rm_cgroups kubepods
 	rm_cgroups system.slice/containerd-knode
+	# The pods' host-side veths go with their network namespaces, which the
+	# kernel frees asynchronously: delete those still on the bridge.
+	local l
+	for l in $(ip -o link show master $bridge 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		ip link del "$l" 2>/dev/null || true
+	done
 	ip link del $bridge 2>/dev/null || true
+	for l in $(seq 20); do
+		ip -o link show | grep -q veth || break
+		sleep 0.5
+	done
 	iptables -D FORWARD -i $bridge ! -o $bridge -j DROP -m comment --comment knode-no-egress 2>/dev/null || true
 	iptables -D FORWARD -o $bridge ! -i $bridge -j DROP -m comment --comment knode-no-ingress 2>/dev/null || true
 	[ -f "$run/sysctl.before" ] && sysctl -q -p "$run/sysctl.before" >/dev/null 2>&1 || true
