@@ -300,8 +300,10 @@ setup_host() {
 		command -v $b >/dev/null || die "$b not found: run scripts/setup.sh (installs runc, iptables, containernetworking-plugins)"
 	done
 	[ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found: apt-get install containernetworking-plugins (scripts/setup.sh)"
+	local before
+	before=$(counts)
 	mkdir -p "$state" "$run" "$logs"
-	counts >"$run/counts.before"
+	echo "$before" >"$run/counts.before"
 	for d in /run/containerd /var/run/netns /var/lib/cni /var/lib/kubelet; do
 		[ -e $d ] && touch "$run/had$(echo $d | tr / _)"
 	done
