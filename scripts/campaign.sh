@@ -22,6 +22,7 @@
 #
 #   scripts/campaign.sh                      # writes results/<ts>_*.jsonl, the manifest, PERFORMANCE.md
 #   RUNS=5 CALLS=5000 ROUNDS=3 CAMPAIGNS=5 scripts/campaign.sh   # a quick look
+#   KNATIVE=1 scripts/campaign.sh            # with scale-from-zero on a real single-node Knative
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -100,6 +101,11 @@ step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interv
 # Where the start goes (issue 15): per-package init and the phases, traced
 # runs kept apart from the timed ones above.
 step "$bin/coldstart" explain -n "$RUNS" --arms default,static,upx --results-dir "$out"
+# Scale-from-zero on a real single-node Knative (issue 14), with KNATIVE=1:
+# opt-in, as root, the first build of the stack takes ~30 min (cached after).
+if [ -n "${KNATIVE:-}" ]; then
+	step env RESULTS_DIR="$out" bash scripts/knative-e2e.sh
+fi
 # The load generators side by side on one pinned server (issue 18); their
 # rows are bench/README.md's table, not the report's, so they go straight
 # to results/ (with their own provenance) rather than into the report's files.
