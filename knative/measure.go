@@ -14,6 +14,7 @@ import (
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
+	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -89,6 +90,11 @@ func RevisionHost(namespace, revision string) string {
 // MeasureOptions configure ScaleFromZero. Zero durations take the defaults
 // named on each field.
 type MeasureOptions struct {
+	// Noise, when set (on the first options), gets what else this machine
+	// did during each round: the prober's machine, which on a single-node
+	// cluster also runs the cluster (its kubelet, containerd and pods count
+	// as other work there).
+	Noise     func(scope string, w noise.Window) error
 	Namespace string
 	Service   string // the Knative Service's name
 	Arm       string // recorded in each Sample
@@ -197,9 +203,17 @@ func ScaleFromZeroInterleaved(ctx context.Context, c Clients, opts []MeasureOpti
 		first = 0
 	}
 	for run := first; run <= opts[0].Runs; run++ {
+		snap, nerr := noise.Host.Take()
 		for _, a := range arms {
 			if err := a.measure(ctx, run, record); err != nil {
 				return err
+			}
+		}
+		if opts[0].Noise != nil && nerr == nil {
+			if w, err := noise.Host.Since(snap); err == nil {
+				if err := opts[0].Noise(fmt.Sprintf("round %d", run), w); err != nil {
+					return fmt.Errorf("record noise: %w", err)
+				}
 			}
 		}
 	}

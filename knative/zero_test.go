@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/serving/pkg/apis/serving"
 
+	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -383,11 +384,24 @@ func TestScaleFromZeroFailures(t *testing.T) {
 	c := fakeCluster(t, "bench", true, svc)
 	c.Kube = kubefake.NewSimpleClientset(deployment("coldstart-default-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{}))
 	var samples []prober.Sample
+	var rounds []string
+	o.Noise = func(scope string, w noise.Window) error {
+		if w.Seconds <= 0 {
+			t.Errorf("noise window %s: %+v, want a duration", scope, w)
+		}
+		rounds = append(rounds, scope)
+		return nil
+	}
 	if err := ScaleFromZero(ctx, c, o, func(s prober.Sample) error { samples = append(samples, s); return nil }); err != nil {
 		t.Fatal(err)
 	}
+	o.Noise = nil
 	if len(samples) != 1 || !strings.Contains(samples[0].Error, "no healthy reply") || len(samples[0].Phases) != 0 || samples[0].Attempts < 1 {
 		t.Errorf("samples = %+v, want one with the error and no phases", samples)
+	}
+	// What else the machine did is recorded per round, a failed start's too.
+	if len(rounds) != 1 || rounds[0] != "round 1" {
+		t.Errorf("noise rounds %q, want [round 1]", rounds)
 	}
 
 	// Never at zero: the wait gives up and says what it waited for.

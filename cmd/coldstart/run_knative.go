@@ -7,6 +7,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
@@ -45,12 +46,18 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	}
 	prefix := knative.DefaultServiceOptions().NamePrefix
 	var mos []knative.MeasureOptions
-	for _, arm := range o.Arms.Names {
-		mos = append(mos, knative.MeasureOptions{
+	for i, arm := range o.Arms.Names {
+		mo := knative.MeasureOptions{
 			Namespace: ns, Service: prefix + arm, Arm: arm, Budget: "knative",
 			Runs: o.Runs, Warmup: true, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,
 			Probe: knative.CheckerProbe(checker), Log: o.Progress(),
-		})
+		}
+		if i == 0 {
+			mo.Noise = func(scope string, w noise.Window) error {
+				return rf.Add("noise", campaign.Noise{Scope: scope, Window: w})
+			}
+		}
+		mos = append(mos, mo)
 	}
 	// Arms interleaved: each Service scales to zero while the others are
 	// measured.
