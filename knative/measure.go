@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
@@ -85,6 +86,17 @@ func WithAuthority(c prober.Checker, authority string) prober.Checker {
 // Knative-Serving-Revision and -Namespace headers).
 func RevisionHost(namespace, revision string) string {
 	return revision + "." + namespace + ".svc.cluster.local"
+}
+
+// activatorAuthority is the :authority Knative's activator routes to svc's
+// latest ready revision by (RevisionHost).
+func activatorAuthority(svc *servingv1.Service) (string, error) {
+	rev := svc.Status.LatestReadyRevisionName
+	if rev == "" {
+		return "", fmt.Errorf("probe service %s/%s through the activator: %w: it has no ready revision yet (%s)",
+			svc.Namespace, svc.Name, ErrNoTarget, Conditions(svc))
+	}
+	return RevisionHost(svc.Namespace, rev), nil
 }
 
 // MeasureOptions configure ScaleFromZero. Zero durations take the defaults
@@ -237,12 +249,9 @@ func prepare(ctx context.Context, c Clients, o MeasureOptions) (*armRun, error) 
 		return nil, fmt.Errorf("get service %s/%s: %w", o.Namespace, o.Service, err)
 	}
 	if o.Activator && o.Authority == "" {
-		rev := svc.Status.LatestReadyRevisionName
-		if rev == "" {
-			return nil, fmt.Errorf("probe service %s/%s through the activator: %w: it has no ready revision yet (%s)",
-				o.Namespace, o.Service, ErrNoTarget, Conditions(svc))
+		if o.Authority, err = activatorAuthority(svc); err != nil {
+			return nil, err
 		}
-		o.Authority = RevisionHost(o.Namespace, rev)
 	}
 	if o.Activator && o.Target == "" {
 		return nil, fmt.Errorf("probe service %s/%s through the activator: %w: pass the activator's address", o.Namespace, o.Service, ErrNoTarget)

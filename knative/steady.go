@@ -18,10 +18,18 @@ import (
 // host of its URL), named for arm, with its running pods counted at each
 // window's edges. ingress and authority override the Service's own, as
 // MeasureOptions.Target and Authority do.
-func SteadyTarget(ctx context.Context, c Clients, namespace, service, arm, ingress, authority string) (steady.Target, error) {
+//
+// With activator set, ingress is Knative's activator and the :authority
+// is the latest ready revision's host (as `coldstart run --via activator`).
+func SteadyTarget(ctx context.Context, c Clients, namespace, service, arm, ingress, authority string, activator bool) (steady.Target, error) {
 	svc, err := c.Serving.ServingV1().Services(namespace).Get(ctx, service, metav1.GetOptions{})
 	if err != nil {
 		return steady.Target{}, fmt.Errorf("get service %s/%s: %w", namespace, service, err)
+	}
+	if activator && authority == "" {
+		if authority, err = activatorAuthority(svc); err != nil {
+			return steady.Target{}, err
+		}
 	}
 	addr, auth, err := probeAddress(MeasureOptions{Target: ingress, Authority: authority}, urlString(svc.Status.URL), addressURL(svc.Status.Address))
 	if err != nil {

@@ -2,6 +2,7 @@ package knative
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"testing"
@@ -53,7 +54,7 @@ func TestSteadyTarget(t *testing.T) {
 
 	for _, client := range steady.Clients {
 		t.Run(string(client), func(t *testing.T) {
-			tg, err := SteadyTarget(context.Background(), c, "bench", "coldstart-default", "default", lis.Addr().String(), "")
+			tg, err := SteadyTarget(context.Background(), c, "bench", "coldstart-default", "default", lis.Addr().String(), "", false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,12 +93,23 @@ func TestSteadyTarget(t *testing.T) {
 
 func TestSteadyTargetErrors(t *testing.T) {
 	c := fakeCluster(t, "bench", true)
-	if _, err := SteadyTarget(context.Background(), c, "bench", "nope", "default", "127.0.0.1:80", ""); err == nil {
+	if _, err := SteadyTarget(context.Background(), c, "bench", "nope", "default", "127.0.0.1:80", "", false); err == nil {
 		t.Error("SteadyTarget of a missing Service = nil error")
 	}
 	svc := &servingv1.Service{ObjectMeta: metav1.ObjectMeta{Name: "coldstart-default", Namespace: "bench"}}
 	c = fakeCluster(t, "bench", true, svc)
-	if _, err := SteadyTarget(context.Background(), c, "bench", "coldstart-default", "default", "", ""); err == nil {
+	if _, err := SteadyTarget(context.Background(), c, "bench", "coldstart-default", "default", "", "", false); err == nil {
 		t.Error("SteadyTarget without an ingress or a status address = nil error")
+	}
+	// Through the activator: no ready revision yet is named, one is routed
+	// to by its host.
+	if _, err := SteadyTarget(context.Background(), c, "bench", "coldstart-default", "default", "127.0.0.1:81", "", true); !errors.Is(err, ErrNoTarget) {
+		t.Errorf("SteadyTarget via the activator without a ready revision = %v, want ErrNoTarget", err)
+	}
+	svc.Status.LatestReadyRevisionName = "coldstart-default-00002"
+	c = fakeCluster(t, "bench", true, svc)
+	tg, err := SteadyTarget(context.Background(), c, "bench", "coldstart-default", "default", "127.0.0.1:81", "", true)
+	if err != nil || tg.Authority != "coldstart-default-00002.bench.svc.cluster.local" || tg.Addr.Address != "127.0.0.1:81" {
+		t.Errorf("SteadyTarget via the activator = %+v, %v; want the revision's host at 127.0.0.1:81", tg, err)
 	}
 }

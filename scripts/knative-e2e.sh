@@ -5,6 +5,7 @@
 #
 #   sudo scripts/knative-e2e.sh                # 10 counted runs per arm
 #   RUNS=20 ARMS=static,upx sudo scripts/knative-e2e.sh
+#   STEADY=0 sudo scripts/knative-e2e.sh       # without the warm load (steady run --on knative)
 #
 # 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
 #    Knative Serving v0.42.2 from the Go module proxy (first time ~30 min on
@@ -19,6 +20,8 @@
 #    per arm (after one warm-up round), arms interleaved, each after a real
 #    wait for zero, probed through Knative's activator (there is no ingress
 #    here: the results say so);
+#    then (unless STEADY=0) steady run --on knative --via activator: each arm
+#    loaded warm, one round, bounded in calls;
 # 6. coldstart deploy --delete, scripts/knative-node.sh down (which fails if
 #    it left processes, mounts, network namespaces, iptables rules, cgroups or
 #    links behind).
@@ -47,7 +50,7 @@ start=$SECONDS
 log "build done at $((SECONDS - start)) s"
 
 tools=$cache/tools
-(cd "$repo" && go build -o "$tools/coldstart" ./cmd/coldstart && go build -o "$tools/knode-image" ./scripts/knode-image)
+(cd "$repo" && go build -o "$tools/coldstart" ./cmd/coldstart && go build -o "$tools/steady" ./cmd/steady && go build -o "$tools/knode-image" ./scripts/knode-image)
 cs=$tools/coldstart
 
 # The arms of the sample server, built by coldstart (its build cache).
@@ -113,3 +116,13 @@ log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
 "$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --kubeconfig "$KUBECONFIG" \
 	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --timeout "$TIMEOUT" \
 	--results-dir "$RESULTS_DIR" -o markdown
+
+if [ "${STEADY:-1}" != 0 ]; then
+	# Warm: each arm's Service loaded through the activator (steady run --on
+	# knative), one round, bounded in calls; the revision's pods are counted
+	# at every window's edges.
+	log "steady: each arm loaded through the activator"
+	"$tools/steady" run --on knative --via activator --target "$KNODE_ACTIVATOR" --kubeconfig "$KUBECONFIG" \
+		--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --rounds 1 --warmup 2000 --calls 5000 \
+		--scenario sequential,throughput --concurrency 1,32 --client lean --results-dir "$RESULTS_DIR"
+fi

@@ -38,7 +38,7 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 	var rows []steady.Row
 	for _, arm := range o.Arms.Names {
 		var t steady.Target
-		if t, err = knative.SteadyTarget(ctx, c, ns, prefix+arm, arm, o.Target, ""); err != nil {
+		if t, err = knative.SteadyTarget(ctx, c, ns, prefix+arm, arm, o.Target, "", o.Via == "activator"); err != nil {
 			err = fmt.Errorf("%s arm on knative: %w", arm, err)
 			break
 		}

@@ -48,6 +48,7 @@ type runOptions struct {
 	Target       string
 	ServerPID    int
 	On           string
+	Via          string
 	Namespace    string
 	Kubeconfig   string
 	DebugAddr    string
@@ -140,6 +141,7 @@ verdict: stable or drifting.`,
 	f.StringVar(&o.Client, "client", o.Client, "gRPC client: grpc (grpc-go) or lean (HTTP/2 frames written directly, for a cheaper generator)")
 	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path; with --on knative, the ingress address (\"\" = each Service's cluster-local address)")
 	f.StringVar(&o.On, "on", "local", "where the servers run: local, or knative (the Services coldstart deploy made, one per --arms arm, loaded through --target with each Service's host as :authority)")
+	f.StringVar(&o.Via, "via", "ingress", "--on knative: what --target is: ingress (calls carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; calls carry the revision's host, as coldstart run --via activator)")
 	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.IntVar(&o.ServerPID, "server-pid", 0, "with --target: the server's PID (its listener), to meter its CPU and memory (0 = unknown: those columns are null)")
@@ -223,8 +225,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	c.Client = steady.Client(o.Client)
 	switch o.On {
 	case "local":
-		if o.Namespace != "" || o.Kubeconfig != "" {
-			return errors.New("--namespace, --kubeconfig: only with --on knative")
+		if o.Namespace != "" || o.Kubeconfig != "" || o.Via != "ingress" {
+			return errors.New("--namespace, --kubeconfig, --via: only with --on knative")
 		}
 	case "knative":
 		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
@@ -242,6 +244,15 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 			if _, err := steady.ParseTarget(o.Target); err != nil {
 				return fmt.Errorf("--target: %w", err)
 			}
+		}
+		switch o.Via {
+		case "ingress":
+		case "activator":
+			if o.Target == "" {
+				return errors.New("--via activator: give the activator's address as --target (e.g. its Service's ClusterIP on port 81)")
+			}
+		default:
+			return fmt.Errorf("--via: %q, want ingress or activator", o.Via)
 		}
 	default:
 		return fmt.Errorf("--on: %q, want local or knative", o.On)
