@@ -453,10 +453,11 @@ func (p *Placement) Explain(waitErr error) error {
 		return waitErr
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
-	if ok && ws.Exited() && ws.ExitStatus() == forkExecFailed {
+	if ok && ws.Exited() && ws.ExitStatus() == forkExecFailed && p.limitHit() {
 		// cgroup v2 charges nothing for joining, so the start "succeeds";
 		// then the child of fork cannot exec (nor even write why to the
-		// pipe its parent reads) within the limit.
+		// pipe its parent reads) within the limit, which the cgroup counts
+		// as a charge that met it. A program's own exit 253 is left alone.
 		return fmt.Errorf("%w: mem=%s is below what the process needs to start: it failed between fork and exec, "+
 			"without room to report why (exit status %d); give a larger mem= (on cgroup v1 coldstart names the smallest that starts it): %w",
 			ErrMemoryTooSmall, FormatSize(p.b.MemBytes), forkExecFailed, waitErr)
@@ -470,6 +471,12 @@ func (p *Placement) Explain(waitErr error) error {
 	}
 	return fmt.Errorf("%w mem=%s (cgroup %s: memory peak %s, %d OOM kill(s)): %w",
 		ErrMemoryLimit, FormatSize(p.b.MemBytes), u.Cgroup, FormatSize(u.MemPeakBytes), u.OOMKills, waitErr)
+}
+
+// limitHit reports whether a charge met the budget's memory limit.
+func (p *Placement) limitHit() bool {
+	u, err := p.Usage()
+	return err == nil && u.LimitHits > 0
 }
 
 // closeWait bounds how long Close waits for killed processes to leave.

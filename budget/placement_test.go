@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 
 // child runs one child behaviour: "sleep", "spin:DURATION" (two busy
 // goroutines; prints "spin WALL CPU" in seconds for the spinning alone),
-// "alloc:MiB" (allocate and touch, then exit 0), "crash",
+// "alloc:MiB" (allocate and touch, then exit 0), "exit:N", "crash",
 // "gomaxprocs", "place:BUDGET" (Place and Start in a budget, as whoever
 // runs it, and print the result).
 func child(mode string) int {
@@ -72,6 +72,9 @@ func child(mode string) int {
 			keep = append(keep, b)
 		}
 		fmt.Println("allocated", len(keep), "MiB")
+	case "exit":
+		n, _ := strconv.Atoi(arg)
+		return n
 	case "crash":
 		var m map[string]int
 		m["boom"]++ // panics: exit status 2
@@ -369,6 +372,22 @@ func TestMemoryLimitKills(t *testing.T) {
 	other := errors.New("exit status 3")
 	if got := pl.Explain(other); got != other {
 		t.Errorf("Explain(%v) = %v, want it unchanged", other, got)
+	}
+}
+
+// A program that exits 253 on its own, under a limit it never met, is not
+// taken for a start the limit stopped (253 is also what Go's child of fork
+// exits with when it cannot exec).
+func TestExplainOwnExit253(t *testing.T) {
+	pl := place(t, Budget{MemBytes: 256 << 20})
+	cmd := childCmd("exit:253")
+	start(t, pl, cmd)
+	werr := cmd.Wait()
+	if werr == nil {
+		t.Fatal("child exit:253 exited 0")
+	}
+	if got := pl.Explain(werr); got != werr {
+		t.Errorf("Explain(%v) = %v, want it unchanged", werr, got)
 	}
 }
 

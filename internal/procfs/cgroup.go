@@ -29,6 +29,10 @@ type CgroupUsage struct {
 	MemPeakBytes int64 `json:"cgroup_mem_peak_bytes"`
 	// OOMKills counts processes the kernel killed for the memory limit.
 	OOMKills int `json:"cgroup_oom_kills"`
+	// LimitHits counts charges that met the memory limit (v2
+	// memory.events max, v1 memory.failcnt; 0 where the file is absent):
+	// how Explain tells a start the limit stopped from a program's own exit.
+	LimitHits int `json:"-"`
 	// ThrottledSeconds is how long the quota held the cgroup back, summed
 	// over CPUs (v1 cpu.stat throttled_time, v2 throttled_usec).
 	ThrottledSeconds float64 `json:"cgroup_cpu_throttled_seconds"`
@@ -98,6 +102,7 @@ func (fs CgroupFS) Usage(cg Cgroup) (CgroupUsage, error) {
 		}
 		if ev, err := readKV(filepath.Join(d, "memory.events")); err == nil {
 			u.OOMKills = int(ev["oom_kill"])
+			u.LimitHits = int(ev["max"])
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return u, err
 		}
@@ -129,6 +134,11 @@ func (fs CgroupFS) Usage(cg Cgroup) (CgroupUsage, error) {
 			return u, err
 		}
 		u.OOMKills = int(kv["oom_kill"])
+		if n, err := readInt(filepath.Join(d, "memory.failcnt")); err == nil {
+			u.LimitHits = int(n)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return u, err
+		}
 	}
 	return u, nil
 }

@@ -187,11 +187,11 @@ func TestCgroupUsage(t *testing.T) {
 		notExst bool
 	}{
 		{name: "v1", fs: v1, cg: Cgroup{CPU: "/coldstart/run1", CPUAcct: "/coldstart/run1", Memory: "/coldstart/run1"},
-			want: CgroupUsage{CPUSeconds: 0.0512, ThrottledSeconds: 0.025, MemPeakBytes: 15 << 20, OOMKills: 2, Cgroup: "v1:/coldstart/run1"}},
+			want: CgroupUsage{CPUSeconds: 0.0512, ThrottledSeconds: 0.025, MemPeakBytes: 15 << 20, OOMKills: 2, LimitHits: 4, Cgroup: "v1:/coldstart/run1"}},
 		{name: "v1 cpuacct only", fs: v1, cg: Cgroup{CPUAcct: "/coldstart/run1"},
 			want: CgroupUsage{CPUSeconds: 0.0512, Cgroup: "v1:/coldstart/run1"}},
 		{name: "v2", fs: v2, cg: Cgroup{Unified: "/coldstart/run2"},
-			want: CgroupUsage{CPUSeconds: 0.041, ThrottledSeconds: 0.005, MemPeakBytes: 9 << 20, OOMKills: 1, Cgroup: "v2:/coldstart/run2"}},
+			want: CgroupUsage{CPUSeconds: 0.041, ThrottledSeconds: 0.005, MemPeakBytes: 9 << 20, OOMKills: 1, LimitHits: 3, Cgroup: "v2:/coldstart/run2"}},
 		// No memory controller: no memory files, zero figures; the last
 		// cpu.stat line is truncated (a key without its value) and skipped.
 		{name: "v2 without memory, truncated cpu.stat", fs: v2, cg: Cgroup{Unified: "/coldstart/nomem"},
