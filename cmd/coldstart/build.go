@@ -100,10 +100,7 @@ the artifact.`,
 }
 
 func (o *buildOptions) validate() error {
-	if o.Bin.Given() && o.Pkg != "" {
-		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin.String(), o.Pkg)
-	}
-	arms, err := o.Bin.ArmsFor(o.Arms, o.armsGiven)
+	arms, err := o.Bin.ArmsFor(o.Pkg, o.Arms, o.armsGiven)
 	if err != nil {
 		return err
 	}

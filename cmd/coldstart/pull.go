@@ -97,10 +97,7 @@ func (o *pullOptions) validate() error {
 	if len(o.extraPositional) > 1 {
 		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", o.extraPositional)
 	}
-	if o.Bin.Given() && o.Pkg != "" {
-		return fmt.Errorf("--bin %s and PKG %s: give one or the other", o.Bin.String(), o.Pkg)
-	}
-	arms, err := o.Bin.ArmsFor(o.Arms, o.armsGiven)
+	arms, err := o.Bin.ArmsFor(o.Pkg, o.Arms, o.armsGiven)
 	if err != nil {
 		return err
 	}

@@ -136,10 +136,7 @@ func (c *Common) Validate() error {
 	if len(c.positional) > 1 {
 		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", c.positional)
 	}
-	if c.Bin.Given() && c.Pkg != "" {
-		return fmt.Errorf("--bin %s and PKG %s: give one or the other", c.Bin.String(), c.Pkg)
-	}
-	arms, err := c.Bin.ArmsFor(c.Arms.Names, c.Arms.Given())
+	arms, err := c.Bin.ArmsFor(c.Pkg, c.Arms.Names, c.Arms.Given())
 	if err != nil {
 		return err
 	}

@@ -71,9 +71,12 @@ func (b *Bins) Given() bool { return b.Path != "" || len(b.Named) > 0 }
 
 // ArmsFor is the arm list measured beside the binaries: with ARM=PATH none
 // (and --arms is refused: each binary names its own arm), with PATH and no
-// --arms the arms that apply to a binary (default, upx), else arms.
-func (b *Bins) ArmsFor(arms []string, armsGiven bool) ([]string, error) {
+// --arms the arms that apply to a binary (default, upx), else arms. A
+// package to build (pkg) and --bin are refused together.
+func (b *Bins) ArmsFor(pkg string, arms []string, armsGiven bool) ([]string, error) {
 	switch {
+	case b.Given() && pkg != "":
+		return nil, fmt.Errorf("--bin %s and PKG %s: give one or the other", b.String(), pkg)
 	case len(b.Named) > 0 && armsGiven:
 		return nil, fmt.Errorf("--arms and --bin ARM=PATH: --bin names its own arms (ARM=PATH); to pack one binary too, give --bin PATH --arms default,upx")
 	case len(b.Named) > 0:
