@@ -190,11 +190,10 @@ func (r *Report) Recommendations() []Recommendation {
 	// winners: per cold-start campaign and budget, the fastest arm and the
 	// arms that start alike with it.
 	type win struct {
-		c           *Campaign
 		ref, budget string
 		arms        []string
 	}
-	var wins []win
+	wins := map[*Campaign][]win{}
 	for _, c := range r.Campaigns {
 		cs := r.ref(c, "coldstart")
 		for _, b := range budgetsOf(c.Summaries, func(s Summary) string { return s.Budget }) {
@@ -209,14 +208,14 @@ func (r *Report) Recommendations() []Recommendation {
 			}
 			sort.SliceStable(ss, func(i, j int) bool { return ss[i].MedianMs < ss[j].MedianMs })
 			f, n, slow := ss[0], ss[1], ss[len(ss)-1]
-			w := win{c: c, ref: cs, budget: b, arms: []string{f.Arm}}
+			w := win{ref: cs, budget: b, arms: []string{f.Arm}}
 			samples := coldSamples(c)
 			for _, s := range ss[1:] {
 				if r.alikeCold(samples, f, s) {
 					w.arms = append(w.arms, s.Arm)
 				}
 			}
-			wins = append(wins, w)
+			wins[c] = append(wins[c], w)
 			var ct cite
 			ct.add(cs+" "+f.Arm+"/"+b, f.Doubt())
 			ct.add(cs+" "+n.Arm+"/"+b, n.Doubt())
@@ -265,12 +264,7 @@ func (r *Report) Recommendations() []Recommendation {
 	// (one server, one set of arms). Only distinct winners count: a budget
 	// where several arms start alike agrees with any of them.
 	for _, c := range r.Campaigns {
-		var cw []win
-		for _, w := range wins {
-			if w.c == c {
-				cw = append(cw, w)
-			}
-		}
+		cw := wins[c]
 		if len(cw) < 2 {
 			continue
 		}
@@ -333,12 +327,7 @@ func (r *Report) Recommendations() []Recommendation {
 	// of the same server that shares the most arms with it, and only the
 	// arms both measured.
 	for _, c := range r.Campaigns {
-		var cw []win
-		for _, w := range wins {
-			if w.c == c {
-				cw = append(cw, w)
-			}
-		}
+		cw := wins[c]
 		if len(cw) == 0 {
 			continue
 		}
