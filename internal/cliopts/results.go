@@ -49,10 +49,8 @@ func (r *Results) Notef(format string, args ...any) {
 // AddBuilt records each artifact ("artifact") and each arm that could not
 // be made ("build_error"), and names the latter as not measured.
 func (r *Results) AddBuilt(arts []builds.Artifact, failed []error) error {
-	for _, a := range arts {
-		if err := r.Add("artifact", a); err != nil {
-			return err
-		}
+	if err := AddAll(r, "artifact", arts); err != nil {
+		return err
 	}
 	for _, f := range failed {
 		r.Notef("not measured: %v", f)
