@@ -151,6 +151,11 @@ func (h *HTTP) Check(ctx context.Context, t Target) (Answer, error) {
 	if h.Body != nil && h.ContentType != "" {
 		req.Header.Set("Content-Type", h.ContentType)
 	}
+	for k, vs := range headers(ctx) {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return Answer{}, err

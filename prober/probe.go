@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -31,6 +32,20 @@ type Checker interface {
 	Check(ctx context.Context, t Target) (Answer, error)
 	// Name labels the probe kind in results ("grpc-health", "http", ...).
 	Name() string
+}
+
+// WithHeader returns ctx with key: value added to what every probe made
+// with it sends: gRPC probes send it as request metadata, HTTP probes as a
+// request header (a W3C traceparent, say, so that the components a probe
+// passes trace it). TCP probes send nothing.
+func WithHeader(ctx context.Context, key, value string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, key, value)
+}
+
+// headers returns what WithHeader added to ctx.
+func headers(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	return md
 }
 
 // Health checks grpc.health.v1.Health/Check on a fresh channel per call,
