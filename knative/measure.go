@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/openzipkin/zipkin-go/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
@@ -145,6 +146,15 @@ type MeasureOptions struct {
 	// PhaseGrace is how long, after the first RPC, to wait for the watch
 	// events of phases not yet seen (0 = 2s).
 	PhaseGrace time.Duration
+	// Traces, when set, receives the spans Knative's components export
+	// (config-tracing backend zipkin): each cold start's probes carry a
+	// sampled traceparent of a trace of their own, and its sample gains the
+	// phases activator_received, activator_released and
+	// queue_proxy_received from those spans.
+	Traces *TraceCollector
+	// TraceGrace is how long, after the first RPC, to wait for the spans
+	// (0 = 5s; Knative's Zipkin reporter sends a batch every second).
+	TraceGrace time.Duration
 	// Container is the server container's name in the pods ("" = the
 	// Service's first container's, else any container but queue-proxy).
 	Container string
@@ -165,6 +175,7 @@ func (o *MeasureOptions) defaults() {
 	def(&o.AttemptTimeout, time.Second)
 	def(&o.Gap, 500*time.Microsecond)
 	def(&o.PhaseGrace, 2*time.Second)
+	def(&o.TraceGrace, 5*time.Second)
 	if o.Probe == nil {
 		o.Probe = HealthCheck
 	}
@@ -304,10 +315,18 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 	var s prober.Sample
 	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
 	defer cancel()
+	var trace model.TraceID
+	if o.Traces != nil {
+		trace = o.Traces.Expect()
+		defer o.Traces.Forget(trace)
+	}
 	var lastErr error
 	for {
 		s.Attempts++
 		actx, acancel := context.WithTimeout(pctx, o.AttemptTimeout)
+		if o.Traces != nil {
+			actx = withTrace(actx, trace) // a new span of the same trace per attempt
+		}
 		lastErr = o.Probe(actx, target, authority)
 		acancel()
 		if lastErr == nil {
@@ -329,6 +348,14 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 	}
 	if t := obs.stopTracking(); t != nil {
 		s.Phases = t.phases()
+	}
+	if o.Traces != nil {
+		spans, err := o.Traces.Wait(ctx, trace, o.TraceGrace, traceDone)
+		if err != nil {
+			return s, err
+		}
+		s.Phases = append(s.Phases, tracePhases(t0, spans)...)
+		sort.SliceStable(s.Phases, func(i, j int) bool { return s.Phases[i].Ms < s.Phases[j].Ms })
 	}
 	if s.Error == "" {
 		// The pod's Ready event may arrive after the first reply: keep the

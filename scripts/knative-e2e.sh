@@ -19,7 +19,10 @@
 # 5. coldstart run --on knative --via activator: RUNS scale-from-zero samples
 #    per arm (after one warm-up round), arms interleaved, each after a real
 #    wait for zero, probed through Knative's activator (there is no ingress
-#    here: the results say so);
+#    here: the results say so); the activator and queue-proxy trace each
+#    probe (config-tracing sends Zipkin spans to coldstart run --traces on
+#    the node's bridge address), which adds the phases activator_received,
+#    activator_released and queue_proxy_received;
 #    then (unless STEADY=0) steady run --on knative --via activator: each arm
 #    loaded warm, one round, bounded in calls;
 # 6. coldstart deploy --delete, scripts/knative-node.sh down (which fails if
@@ -113,7 +116,7 @@ log "deploying ${ARMS}"
 "$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --target-burst-capacity -1 --timeout 5m -v
 
 log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
-"$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --kubeconfig "$KUBECONFIG" \
+"$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --traces "$KNODE_TRACES" --kubeconfig "$KUBECONFIG" \
 	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --timeout "$TIMEOUT" \
 	--results-dir "$RESULTS_DIR" -o markdown
 

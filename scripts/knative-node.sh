@@ -63,6 +63,7 @@ gateway=10.233.0.1
 svc_cidr=10.234.0.0/16
 autoscaler_ip=10.234.0.30
 activator_ip=10.234.0.31
+traces=$gateway:9411 # coldstart run --traces: where Knative's components send trace spans
 etcd_port=12379
 etcd_peer=12380
 node=knode
@@ -581,6 +582,13 @@ install_knative() {
 	# autoscaler decides (Knative's minimum), so runs wait less for zero.
 	kctl -n $kn_ns patch configmap config-autoscaler --type merge \
 		-p '{"data":{"allow-zero-initial-scale":"true","scale-to-zero-grace-period":"6s"}}' >/dev/null
+	# Tracing: the activator and every queue-proxy export Zipkin spans to
+	# the node's bridge address, where coldstart run --traces listens.
+	# sample-rate 0: only requests that arrive with a sampled traceparent
+	# (coldstart's probes) are traced. Queue-proxy reads this when its
+	# revision is created, so it is set before anything is deployed.
+	kctl -n $kn_ns patch configmap config-tracing --type merge \
+		-p "{\"data\":{\"backend\":\"zipkin\",\"zipkin-endpoint\":\"http://$traces/api/v2/spans\",\"sample-rate\":\"0\"}}" >/dev/null
 	# 3. Webhooks and the components (no HPAs: no metrics server here).
 	for f in "$c"/webhooks/*.yaml "$c"/deployments/{controller,webhook,autoscaler,activator}.yaml "$c/999-cache.yaml"; do
 		knative_yaml "$f"
@@ -636,6 +644,7 @@ up() {
 env_() {
 	echo "KUBECONFIG=$state/admin.kubeconfig"
 	echo "KNODE_ACTIVATOR=$activator_ip:81"
+	echo "KNODE_TRACES=$traces"
 	echo "KNODE_NAMESPACE=coldstart-knode"
 	echo "KNODE_CTR='$ctdbin/ctr --address $run/containerd.sock -n k8s.io'"
 	echo "KNODE_KUBECTL=$k8sbin/kubectl"

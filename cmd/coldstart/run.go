@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,7 @@ type runOptions struct {
 	Kubeconfig string
 	Target     string
 	Via        string
+	Traces     string
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
@@ -75,6 +77,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
 	f.StringVar(&o.Via, "via", o.Via, "--on knative: what --target is: ingress (probes carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; probes carry the revision's host REV.NS.svc.cluster.local, no ingress hop)")
+	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
@@ -100,8 +103,8 @@ func (o *runOptions) validate() error {
 	}
 	switch o.On {
 	case "local":
-		if o.Namespace != "" || o.Kubeconfig != "" || o.Target != "" || o.Via != "ingress" {
-			return fmt.Errorf("--namespace, --kubeconfig, --target and --via go with --on knative")
+		if o.Namespace != "" || o.Kubeconfig != "" || o.Target != "" || o.Via != "ingress" || o.Traces != "" {
+			return fmt.Errorf("--namespace, --kubeconfig, --target, --via and --traces go with --on knative")
 		}
 	case "knative":
 		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
@@ -115,6 +118,11 @@ func (o *runOptions) validate() error {
 			}
 		default:
 			return fmt.Errorf("--via: %q, want ingress or activator", o.Via)
+		}
+		if o.Traces != "" {
+			if _, _, err := net.SplitHostPort(o.Traces); err != nil {
+				return fmt.Errorf("--traces: %q, want HOST:PORT to listen on (an address the cluster's pods reach): %v", o.Traces, err)
+			}
 		}
 	default:
 		return fmt.Errorf("--on: %q, want local or knative", o.On)

@@ -36,6 +36,18 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if o.Via == "activator" {
 		notes["probe_path"] = "prober -> activator Service " + o.Target + " -> revision pod (queue-proxy -> server); no ingress hop"
 	}
+	var traces *knative.TraceCollector
+	if o.Traces != "" {
+		endpoint, err := knative.CheckTracing(ctx, c, o.Traces)
+		if err != nil {
+			return fmt.Errorf("--traces: %w", err)
+		}
+		if traces, err = knative.ListenTraces(o.Traces); err != nil {
+			return fmt.Errorf("--traces: %w", err)
+		}
+		defer traces.Close()
+		notes["trace_phases"] = "activator_received, activator_released, queue_proxy_received: from the Zipkin spans the cluster's config-tracing sends to " + endpoint + " (received at " + o.Traces + "), the components' own clocks"
+	}
 	rf, err := o.CreateResults("coldstart-knative", notes)
 	if err != nil {
 		return err
@@ -50,7 +62,7 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 		mo := knative.MeasureOptions{
 			Namespace: ns, Service: prefix + arm, Arm: arm, Budget: "knative",
 			Runs: o.Runs, Warmup: true, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,
-			Probe: knative.CheckerProbe(checker), Log: o.Progress(),
+			Probe: knative.CheckerProbe(checker), Log: o.Progress(), Traces: traces,
 		}
 		if i == 0 {
 			mo.Noise = func(scope string, w noise.Window) error {

@@ -73,6 +73,12 @@ func TestRunFlags(t *testing.T) {
 			want: base(func(o *runOptions) {
 				o.On, o.Via, o.Target, o.Arms = "knative", "activator", "10.234.0.31:81", arms("image")
 			})},
+		{name: "traces", args: []string{"--on", "knative", "--via", "activator", "--target", "10.234.0.31:81", "--traces", "10.233.0.1:9411"},
+			want: base(func(o *runOptions) {
+				o.On, o.Via, o.Target, o.Traces = "knative", "activator", "10.234.0.31:81", "10.233.0.1:9411"
+			})},
+		{name: "traces without a port", args: []string{"--on", "knative", "--traces", "10.233.0.1"}, wantErr: `--traces: "10.233.0.1", want HOST:PORT`},
+		{name: "traces locally", args: []string{"--traces", "127.0.0.1:9411"}, wantErr: "--traces go with --on knative"},
 		{name: "via activator needs its address", args: []string{"--on", "knative", "--via", "activator"}, wantErr: "--via activator: give the activator's address"},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
 		{name: "cold page cache", args: []string{"--page-cache", "cold"}, want: base(func(o *runOptions) { o.PageCache = "cold" })},
