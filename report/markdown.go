@@ -269,7 +269,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	samples := coldSamples(c)
 	for _, s := range sortedSummaries(c.Summaries) {
 		idle := ""
-		if dc, d, ok := r.densityFor(c, s.Arm, s.Budget); ok {
+		if dc, d, ok := r.densityFor(c, s.Arm, s.Budget); ok && !c.Knative() {
 			idle = mib(d.PSSBytes)
 			if d.Budget != s.Budget {
 				idle += " (" + d.Budget + ")"
@@ -281,7 +281,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 			note = strings.TrimPrefix(note+"; from samples, no summary", "; ")
 		}
 		runs := fmt.Sprint(s.Runs)
-		if s.Missing > 0 {
+		if s.Missing > 0 && !c.Knative() { // a cluster's pods are not read: nothing to miss
 			runs += fmt.Sprintf(" (%d missing)", s.Missing)
 		}
 		med := ms(s.MedianMs)
@@ -295,14 +295,23 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 		} else if s.MedianCILowMs != nil && s.MedianCIHighMs != nil {
 			med += " [" + ms(*s.MedianCILowMs) + "–" + ms(*s.MedianCIHighMs) + "]"
 		}
+		if c.Knative() {
+			rows = append(rows, []string{s.Arm + dagger(s.Doubt()), s.Budget, runs, med, ms(s.MinMs) + "–" + ms(s.MaxMs), ms(s.P90Ms), note})
+			continue
+		}
 		rows = append(rows, []string{
 			s.Arm + dagger(s.Doubt()), s.Budget, runs, med,
 			ms(s.MinMs) + "–" + ms(s.MaxMs), ms(s.P90Ms), msOrEmpty(s.AcceptingMs), msOrDash(s.StartupCPUMs),
 			mibOrDashP(s.PSSBytes), idle, sizeOrEmpty(s.SizeBytes), note,
 		})
 	}
-	m.table([]string{"arm", "budget", "runs", fmt.Sprintf("median ms [%.0f%% CI]", 100*r.confidence()), "range ms", "p90 ms", "accepting ms", "startup CPU ms",
-		"PSS at first RPC", "PSS idle", "size", "doubt"}, rows)
+	median := fmt.Sprintf("median ms [%.0f%% CI]", 100*r.confidence())
+	if c.Knative() {
+		m.table([]string{"arm", "budget", "runs", median, "range ms", "p90 ms", "doubt"}, rows)
+	} else {
+		m.table([]string{"arm", "budget", "runs", median, "range ms", "p90 ms", "accepting ms", "startup CPU ms",
+			"PSS at first RPC", "PSS idle", "size", "doubt"}, rows)
+	}
 	m.p("%s", provenanceLine(c))
 	probe := ""
 	for _, s := range c.Summaries {
@@ -311,7 +320,11 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 			break
 		}
 	}
-	m.p("%s Spawn → first ready RPC over a fresh channel per probe; run 0 is an uncounted warm-up.", probe)
+	if c.Knative() {
+		m.p("%s From the first probe sent to a revision at zero (t0) to the first ready reply, over a fresh channel per probe; run 0 is an uncounted warm-up. The server's CPU and memory are not read on a cluster: its pod is not coldstart's process.", probe)
+	} else {
+		m.p("%s Spawn → first ready RPC over a fresh channel per probe; run 0 is an uncounted warm-up.", probe)
+	}
 	if len(dens) > 0 {
 		m.p(" PSS idle from density campaign %s.", strings.Join(dens, ", "))
 	}
@@ -379,8 +392,18 @@ func phaseTable(m *mdw, c *Campaign) {
 		}
 		rows = append(rows, row)
 	}
-	m.p("Phases, median ms from spawn (%s):\n\n", c.Label)
+	if !c.Knative() {
+		m.p("Phases, median ms from spawn (%s):\n\n", c.Label)
+		m.table(header, rows)
+		return
+	}
+	m.p("Phases, median ms from t0 (%s):\n\n", c.Label)
 	m.table(header, rows)
+	m.p("Kubernetes phases (deployment_scaled … pod_ready) are when coldstart's watch saw them: upper bounds, late by the API server's watch latency.")
+	if _, ok := at["activator_received"]; ok { // knative.PhaseActivatorReceived
+		m.p(" activator_received, activator_released and queue_proxy_received are the activator's and queue-proxy's own span timestamps (their Zipkin export, `coldstart run --traces`): the activator held each request from received to released, until it saw a ready pod.")
+	}
+	m.p("\n\n")
 }
 
 func sortedSummaries(in []Summary) []Summary {

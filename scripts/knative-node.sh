@@ -702,10 +702,11 @@ down() {
 	kill_pidfile knode-kingress
 	kill_pidfile kube-proxy
 	[ -x "$k8sbin/kube-proxy" ] && "$k8sbin/kube-proxy" --cleanup >/dev/null 2>&1 || true
-	kubelet_iptables_cleanup
 	kill_pidfile kube-scheduler
 	kill_pidfile kube-controller-manager
 	kill_pidfile kubelet
+	# After kubelet is gone: a live kubelet recreates its canary chains.
+	kubelet_iptables_cleanup
 	if [ -S "$run/containerd.sock" ]; then
 		local t
 		for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
