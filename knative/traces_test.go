@@ -15,6 +15,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"knative.dev/pkg/tracing"
 	tracingconfig "knative.dev/pkg/tracing/config"
 
@@ -183,5 +187,38 @@ func TestSpanPhasesThrottlerError(t *testing.T) {
 	}
 	if traceDone(spans) {
 		t.Error("done without queue-proxy's span")
+	}
+}
+
+// CheckTracing names the ConfigMap and what to set when the cluster does
+// not export Zipkin spans, and returns the endpoint when it does.
+func TestCheckTracing(t *testing.T) {
+	cm := func(data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config-tracing", Namespace: KnativeNamespace}, Data: data}
+	}
+	for _, tt := range []struct {
+		name    string
+		objs    []runtime.Object
+		want    string
+		wantErr string
+	}{
+		{"zipkin", []runtime.Object{cm(map[string]string{"backend": "zipkin", "zipkin-endpoint": "http://10.233.0.1:9411/api/v2/spans"})}, "http://10.233.0.1:9411/api/v2/spans", ""},
+		{"none", []runtime.Object{cm(map[string]string{"backend": "none"})}, "", `knative-serving/config-tracing has backend "none": the cluster does not send trace spans here: set backend: zipkin and zipkin-endpoint: http://10.233.0.1:9411/api/v2/spans`},
+		{"default", []runtime.Object{cm(nil)}, "", `has backend ""`},
+		{"missing", nil, "", "read knative-serving/config-tracing"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Clients{Kube: kubefake.NewSimpleClientset(tt.objs...)}
+			got, err := CheckTracing(context.Background(), c, "10.233.0.1:9411")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("CheckTracing = %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }
