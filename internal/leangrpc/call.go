@@ -46,6 +46,11 @@ func (u *Unary) Call(ctx context.Context) ([]byte, error) {
 // callLocked is Call with c.mu held (released while waiting).
 func (u *Unary) callLocked(ctx context.Context) ([]byte, error) {
 	c, s := u.c, u.s
+	if err := ctx.Err(); err != nil {
+		// As grpc-go: a context already done sends nothing. (Otherwise the
+		// answer and the context race in the select below.)
+		return nil, status.FromContextError(err).Err()
+	}
 	if err := c.openLocked(s, u.block, false); err != nil {
 		return nil, err
 	}
