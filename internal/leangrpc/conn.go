@@ -6,8 +6,8 @@
 // header block is encoded once, with never-indexed literals, so it can be
 // re-sent verbatim), each call's HEADERS and DATA in one write, requests
 // from concurrent callers coalesced into one write, responses read in
-// large buffered reads, flow-control updates and PING acks batched with
-// requests.
+// large buffered reads (raw read system calls for a lone call, see
+// source), flow-control updates and PING acks batched with requests.
 //
 // It speaks the gRPC-over-HTTP/2 protocol with messages as raw bytes
 // (already marshalled protobuf), without compression, TLS, retries, name
@@ -123,6 +123,14 @@ type Conn struct {
 	wout  []byte
 	werr  error
 	wfunc func(fd uintptr) bool
+	// The same for the one read in progress (see source), by the reader
+	// (or Dial, before the reader starts); rawReads says whether reads
+	// are raw system calls, set by the reader under mu.
+	rin      []byte
+	rn       int
+	rerr     error
+	rfunc    func(fd uintptr) bool
+	rawReads bool
 
 	readDone chan struct{}
 }
@@ -157,14 +165,8 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
-	c.wfunc = c.rawWrite
-	// Reads go through net.Conn (a system call entered as blocking, which
-	// wakes the runtime's sysmon when it sleeps), not raw read calls as
-	// writes are: raw reads cost less CPU per call, but without those
-	// wake-ups the reader's thread sleeps deeper between answers and
-	// steady's calls/s at 1 and 32 in flight halved
-	// (results/20261201-093322_generators).
-	c.br = bufio.NewReaderSize(nc, 64<<10)
+	c.wfunc, c.rfunc = c.rawWrite, c.rawRead
+	c.br = bufio.NewReaderSize((*source)(c), 64<<10)
 	c.fr = http2.NewFramer((*appender)(c), c.br)
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.emit)
@@ -591,6 +593,8 @@ func (c *Conn) readLoop() {
 			// About to wait for the server: send what we owe it first
 			// (with the requests of callers about to run, see flushLocked).
 			c.mu.Lock()
+			// A lone call reads with raw system calls (see source).
+			c.rawReads = c.active <= 1 && len(c.streams) <= 1
 			if c.ctrl && len(c.streams) == 0 && c.err == nil {
 				// No call open: the caller just answered is about to send
 				// its next request, and our acks (grpc-go servers PING for
