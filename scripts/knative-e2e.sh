@@ -108,12 +108,11 @@ for arm in ${ARMS//,/ }; do
 done
 
 log "deploying ${ARMS}"
-# target-burst-capacity -1: there is no cluster DNS here, and with any other
-# value Knative's autoscaler, before it scales a revision to zero, probes the
-# revision's Service by its DNS name to see the activator in the path; the
-# probe fails and the revision never reaches zero. With -1 the activator is
-# always in the path (where these probes go anyway) and is not probed.
-"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --target-burst-capacity -1 --timeout 5m -v
+# coldstart deploy's defaults (target-burst-capacity 0: the activator is in
+# the path at zero, out of it when warm); before it scales a revision to
+# zero, Knative's autoscaler probes the revision's Service by its DNS name
+# (CoreDNS here) to see the activator in the path.
+"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --timeout 5m -v
 
 log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
 "$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --traces "$KNODE_TRACES" --kubeconfig "$KUBECONFIG" \

@@ -17,8 +17,9 @@
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables
 # mode) and kubectl built from k8s.io/kubernetes; containerd v2.4.2 with
 # Debian's runc; Debian's containernetworking-plugins (bridge, host-local,
-# loopback); Knative's controller, webhook, autoscaler and activator as pods,
-# queue-proxy as the revisions' sidecar, each an image built by coldstart's
+# loopback); CoreDNS v1.14.7 as the cluster DNS (a pod); Knative's
+# controller, webhook, autoscaler and activator as pods, queue-proxy as the
+# revisions' sidecar, each an image built by coldstart's
 # image code from the knative.dev/serving module and imported into
 # containerd as dev.local/knative/NAME:v0.42.2 (no registry is contacted);
 # the sandbox image dev.local/pause:knode is a 30-line Go program built here.
@@ -28,9 +29,9 @@
 # sit on the bridge knode0 (10.233.0.0/16) with routes to the pod and service
 # ranges only: no default route, and FORWARD rules drop anything entering or
 # leaving the bridge from or to another interface. Services (10.234.0.0/16)
-# are kube-proxy's iptables rules. There is no cluster DNS: the activator
-# reaches the autoscaler through a host alias for its fixed ClusterIP. There
-# is no ingress (no Envoy here): a loop started by `up` marks each Knative
+# are kube-proxy's iptables rules. Cluster DNS is CoreDNS v1.14.7 (built here
+# with the kubernetes plugin, no forwarding) at 10.234.0.10. There is no
+# ingress (no Envoy here): a loop started by `up` marks each Knative
 # Ingress ready, and probes go to the activator's Service directly, with the
 # revision's host name as :authority.
 #
@@ -45,12 +46,14 @@ set -euo pipefail
 KUBE_VERSION=1.36.3
 CONTAINERD_VERSION=2.4.2
 KNATIVE_VERSION=0.42.2
+COREDNS_VERSION=1.14.7
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${COLDSTART_KNODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coldstart/knode}
 k8sbin=$cache/k8s-v$KUBE_VERSION
 ctdbin=$cache/containerd-v$CONTAINERD_VERSION
 knbin=$cache/knative-serving-v$KNATIVE_VERSION
+dnsbin=$cache/coredns-v$COREDNS_VERSION
 imgdir=$cache/images
 toolbin=$cache/tools
 state=/var/lib/coldstart-knode
@@ -61,8 +64,8 @@ bridge=knode0
 pod_cidr=10.233.0.0/16
 gateway=10.233.0.1
 svc_cidr=10.234.0.0/16
-autoscaler_ip=10.234.0.30
 activator_ip=10.234.0.31
+dns_ip=10.234.0.10
 traces=$gateway:9411 # coldstart run --traces: where Knative's components send trace spans
 etcd_port=12379
 etcd_peer=12380
@@ -130,6 +133,42 @@ build_containerd() {
 }
 
 knative_cmds="controller activator autoscaler webhook queue"
+
+# Cluster DNS: CoreDNS with the plugins a cluster's DNS needs (kubernetes,
+# cache, errors, health, ready), built as CoreDNS documents for a custom
+# plugin set, in a module of its own. No forward plugin: pods have no route
+# off the machine, so names outside cluster.local are refused.
+build_coredns() {
+	[ -x "$dnsbin/coredns" ] && return
+	local src=$cache/src/coredns-v$COREDNS_VERSION start=$SECONDS
+	mkdir -p "$src"
+	printf 'module coldstart.local/knode/coredns\n\ngo 1.26.0\n' >"$src/go.mod"
+	cat >"$src/main.go" <<'EOF'
+// coredns is CoreDNS with the plugins a single-node cluster's DNS needs.
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+// The directives in the order of CoreDNS's own plugin.cfg.
+func init() { dnsserver.Directives = []string{"ready", "health", "errors", "cache", "kubernetes"} }
+
+func main() { coremain.Run() }
+EOF
+	(cd "$src" && GOFLAGS=-mod=mod go get "github.com/coredns/coredns@v$COREDNS_VERSION" >&2)
+	log "building CoreDNS v$COREDNS_VERSION (~3 min)"
+	gobuild "$src" "$dnsbin.tmp" coldstart.local/knode/coredns
+	rm -rf "$dnsbin" && mv "$dnsbin.tmp" "$dnsbin"
+	log "CoreDNS built in $((SECONDS - start)) s"
+}
 
 build_knative() {
 	local have=1 c
@@ -207,6 +246,7 @@ image() {
 build_images() {
 	build_tools
 	image pause "$toolbin/pause" dev.local/pause:knode
+	image coredns "$dnsbin/coredns" "dev.local/coredns:v$COREDNS_VERSION"
 	local c
 	for c in $knative_cmds; do
 		image "knative-$c" "$knbin/$c" "dev.local/knative/$c:v$KNATIVE_VERSION"
@@ -249,6 +289,7 @@ build_all() {
 	build_containerd
 	build_kube
 	build_knative
+	build_coredns
 	build_pause
 	build_images
 	fetch_knative_config
@@ -514,6 +555,8 @@ tlsCertFile: $pki/kubelet.crt
 tlsPrivateKeyFile: $pki/kubelet.key
 enforceNodeAllocatable: []
 resolvConf: ""
+clusterDNS: [$dns_ip]
+clusterDomain: cluster.local
 podLogsDir: $state/pod-logs
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
@@ -540,23 +583,13 @@ EOF
 	start kube-proxy "$k8sbin/kube-proxy" --config "$state/kube-proxy.yaml"
 }
 
-# knative_yaml FILE: FILE with the images, version labels and, for the
-# autoscaler and activator, the fixed ClusterIPs and host alias filled in.
+# knative_yaml FILE: FILE with the images and version labels filled in, and
+# the activator's Service at a fixed ClusterIP (where the probes go).
 knative_yaml() {
 	sed -e "s#ko://knative.dev/serving/cmd/\([a-z-]*\)#dev.local/knative/\1:v$KNATIVE_VERSION#" \
 		-e "s#app.kubernetes.io/version: devel#app.kubernetes.io/version: \"$KNATIVE_VERSION\"#" "$1" |
 		case "$1" in
-		*deployments/autoscaler.yaml) awk -v ip=$autoscaler_ip '{print} /^kind: Service/{svc=1} svc && /^spec:/{print "  clusterIP: " ip; svc=0}' ;;
-		*deployments/activator.yaml)
-			awk -v ip=$activator_ip -v aip=$autoscaler_ip '
-				{print}
-				/^kind: Service/{svc=1}
-				svc && /^spec:/{print "  clusterIP: " ip; svc=0}
-				/^      serviceAccountName: activator/{
-					print "      hostAliases:"
-					print "      - ip: \"" aip "\""
-					print "        hostnames: [autoscaler.knative-serving.svc.cluster.local, autoscaler.knative-serving.svc, autoscaler.knative-serving]"
-				}' ;;
+		*deployments/activator.yaml) awk -v ip=$activator_ip '{print} /^kind: Service/{svc=1} svc && /^spec:/{print "  clusterIP: " ip; svc=0}' ;;
 		*) cat ;;
 		esac
 }
@@ -599,6 +632,93 @@ install_knative() {
 		die "Knative not available: $(kctl -n $kn_ns get pods -o wide 2>&1)"
 }
 
+# install_dns: CoreDNS as the cluster's DNS (kube-dns Service at $dns_ip,
+# which kubelet gives every pod as its resolver), serving cluster.local from
+# the API server; it listens on 1053 so that it runs unprivileged.
+install_dns() {
+	kctl apply --server-side --force-conflicts -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: coredns, namespace: kube-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: system:coredns}
+rules:
+- apiGroups: [""]
+  resources: [endpoints, services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: system:coredns}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:coredns}
+subjects: [{kind: ServiceAccount, name: coredns, namespace: kube-system}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns, namespace: kube-system}
+data:
+  Corefile: |
+    .:1053 {
+        errors
+        health :8080
+        ready :8181
+        kubernetes cluster.local in-addr.arpa ip6.arpa {
+            pods insecure
+        }
+        cache 30
+    }
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {k8s-app: kube-dns}}
+  template:
+    metadata: {labels: {k8s-app: kube-dns}}
+    spec:
+      serviceAccountName: coredns
+      dnsPolicy: Default
+      containers:
+      - name: coredns
+        image: dev.local/coredns:v$COREDNS_VERSION
+        imagePullPolicy: Never
+        args: [-conf, /etc/coredns/Corefile]
+        ports:
+        - {name: dns, containerPort: 1053, protocol: UDP}
+        - {name: dns-tcp, containerPort: 1053, protocol: TCP}
+        readinessProbe: {httpGet: {path: /ready, port: 8181}, periodSeconds: 1}
+        livenessProbe: {httpGet: {path: /health, port: 8080}}
+        securityContext:
+          runAsUser: 65532
+          runAsNonRoot: true
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {drop: [ALL]}
+        resources: {requests: {cpu: 10m, memory: 32Mi}, limits: {memory: 128Mi}}
+        volumeMounts: [{name: config, mountPath: /etc/coredns, readOnly: true}]
+      volumes: [{name: config, configMap: {name: coredns}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  clusterIP: $dns_ip
+  selector: {k8s-app: kube-dns}
+  ports:
+  - {name: dns, port: 53, targetPort: 1053, protocol: UDP}
+  - {name: dns-tcp, port: 53, targetPort: 1053, protocol: TCP}
+EOF
+	log "waiting for CoreDNS"
+	kctl -n kube-system wait --for condition=Available deployment/coredns --timeout 120s >/dev/null ||
+		die "CoreDNS not available: $(kctl -n kube-system get pods -o wide 2>&1)"
+}
+
 # mark_ingresses: no ingress controller exists here, so each Knative
 # Ingress is marked ready (Route and Service wait for it), with the
 # activator's Service as its load balancer. Runs until killed.
@@ -632,6 +752,7 @@ up() {
 	make_pki
 	start_control_plane
 	start_node
+	install_dns
 	log "installing Knative Serving v$KNATIVE_VERSION"
 	install_knative
 	start knode-kingress "$0" mark-ingresses
