@@ -74,6 +74,7 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 			plots(c, "coldstart")
 		}
 	}
+	r.knativeSection(m)
 	r.startArmsSection(m)
 	if r.has(func(c *Campaign) bool { return len(c.Density) > 0 }) {
 		m.p("## Density: memory per idle instance\n\n")

@@ -1,0 +1,165 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
+
+// knativeSection sets each Knative campaign's cold starts beside the same
+// arms started locally (a process, or runc for the image arm) in the
+// report's first local cold-start campaign that has them, at its widest
+// budget without a quota, and names the step between two phases that took
+// longest on the cluster. Nothing is printed without both kinds of
+// campaign.
+func (r *Report) knativeSection(m *mdw) {
+	var kn, local []*Campaign
+	for _, c := range r.Campaigns {
+		if len(c.Samples) == 0 {
+			continue
+		}
+		if c.Knative() {
+			kn = append(kn, c)
+		} else {
+			local = append(local, c)
+		}
+	}
+	if len(kn) == 0 || len(local) == 0 {
+		return
+	}
+	m.p("## Local and on Knative\n\n")
+	for _, k := range kn {
+		ks := coldSamples(k)
+		var rows [][]string
+		var files []string
+		for _, s := range sortedSummaries(k.Summaries) {
+			xk := ks[[2]string{s.Arm, s.Budget}]
+			lc, lb, xl := localFor(local, s.Arm)
+			if len(xk) == 0 || len(xl) == 0 {
+				continue
+			}
+			files = appendUnique(files, "`"+filepath.Base(lc.File)+"`")
+			cmp := stats.Compare(xk, xl, r.confidence())
+			rows = append(rows, []string{s.Arm, lb, r.medianText(xl), r.medianText(xk),
+				fmt.Sprintf("%s [%s, %s]", signedMs(cmp.Diff), signedMs(cmp.DiffLow), signedMs(cmp.DiffHigh)),
+				dominantStep(s.PhasesMs)})
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		m.p("### %s\n\n", k.Label)
+		m.table([]string{"arm", "local budget", "local: spawn → first RPC, median ms", "Knative: t0 → first RPC, median ms",
+			"Knative − local, ms [" + fmt.Sprintf("%.0f%%", 100*r.confidence()) + " CI]", "largest step on Knative (median ms)"}, rows)
+		m.p("Local rows from %s (the widest budget without a CPU quota; the image arm runs under runc there), Knative rows from `%s`, both at the report's confidence level; the difference is the Hodges–Lehmann shift with its interval. The difference is what the cluster's path added on the machines named under the two tables above, not a production figure.\n\n",
+			strings.Join(files, ", "), filepath.Base(k.File))
+	}
+}
+
+// localFor finds arm in the first local campaign that has it, at the
+// widest budget without a quota, and returns that campaign, the budget and
+// its counted first-RPC times.
+func localFor(local []*Campaign, arm string) (*Campaign, string, []float64) {
+	for _, c := range local {
+		best, rank := "", -1
+		for _, s := range c.Summaries {
+			if s.Arm != arm {
+				continue
+			}
+			if r := budgetWidth(s.Budget); r > rank {
+				best, rank = s.Budget, r
+			}
+		}
+		if rank < 0 {
+			continue
+		}
+		if xs := coldSamples(c)[[2]string{arm, best}]; len(xs) > 0 {
+			return c, best, xs
+		}
+	}
+	return nil, "", nil
+}
+
+// budgetWidth ranks a budget's name for "closest to an unlimited pod":
+// max (or none) first, then cpus=LIST by its CPU count; a quota or memory
+// limit ranks 0.
+func budgetWidth(b string) int {
+	switch {
+	case b == "" || b == "max":
+		return math.MaxInt32
+	case strings.Contains(b, "cores=") || strings.Contains(b, "mem="):
+		return 0
+	case strings.HasPrefix(b, "cpus="):
+		n := 0
+		for part := range strings.SplitSeq(strings.TrimPrefix(b, "cpus="), ",") {
+			lo, hi, isRange := strings.Cut(part, "-")
+			a, err1 := strconv.Atoi(lo)
+			z, err2 := strconv.Atoi(hi)
+			switch {
+			case err1 != nil:
+			case isRange && err2 == nil && z >= a:
+				n += z - a + 1
+			default:
+				n++
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+// dominantStep names the longest step between consecutive phase medians
+// up to first_rpc, e.g. "pod_scheduled → sandbox_ready (466)".
+func dominantStep(phases map[string]float64) string {
+	type ph struct {
+		name string
+		ms   float64
+	}
+	var ps []ph
+	for n, v := range phases {
+		ps = append(ps, ph{n, v})
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].ms != ps[j].ms {
+			return ps[i].ms < ps[j].ms
+		}
+		return ps[i].name < ps[j].name
+	})
+	best, from, to := 0.0, "t0", ""
+	prev := ph{"t0", 0}
+	for _, p := range ps {
+		if prev.name == "first_rpc" { // what follows is not the cold start's
+			break
+		}
+		if d := p.ms - prev.ms; d > best {
+			best, from, to = d, prev.name, p.name
+		}
+		prev = p
+	}
+	if to == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s → %s (%s)", from, to, ms(best))
+}
+
+func (r *Report) medianText(xs []float64) string {
+	md := stats.MedianCI(xs, r.confidence())
+	if !md.Finite() {
+		return ms(md.Value)
+	}
+	return fmt.Sprintf("%s [%s–%s]", ms(md.Value), ms(md.Low), ms(md.High))
+}
+
+func signedMs(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	if v >= 0 {
+		return "+" + ms(v)
+	}
+	return "−" + ms(-v)
+}
