@@ -108,9 +108,17 @@ func armSHA(c *Campaign, arm string) string {
 
 // sameServer reports whether two campaigns measured the same server: some
 // arm built to the same binary in both. Campaigns that record no binaries
-// (older files) are taken to match.
+// (older files) are taken to match, except a cluster's with a local one:
+// the cluster ran images deployed apart, its pods' memory is not what a
+// local density campaign read.
 func sameServer(a, b *Campaign) bool {
-	if a == b || len(a.Artifacts) == 0 || len(b.Artifacts) == 0 {
+	if a == b {
+		return true
+	}
+	if a.Knative() != b.Knative() {
+		return false
+	}
+	if len(a.Artifacts) == 0 || len(b.Artifacts) == 0 {
 		return true
 	}
 	for _, x := range a.Artifacts {
