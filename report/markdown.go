@@ -471,7 +471,7 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 		rounds := "1"
 		if s.Rounds > 0 {
 			rounds = fmt.Sprint(s.Rounds)
-			if s.Missing > 0 {
+			if s.Missing > 0 && !c.Knative() { // a cluster's pods are not read: nothing to miss
 				rounds += fmt.Sprintf(" (%d missing)", s.Missing)
 			}
 			if s.BusyRounds > 0 {
