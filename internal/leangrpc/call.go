@@ -13,17 +13,18 @@ import (
 // again: the header block and the framed request are built once. A Unary
 // belongs to one goroutine at a time.
 type Unary struct {
-	c     *Conn
-	block []byte
-	req   []byte // the request, framed by Encode
-	s     *stream
-	resp  []byte
+	c      *Conn
+	method string
+	hb     headerBlock // its encoded header block, while valid
+	req    []byte      // the request, framed by Encode
+	s      *stream
+	resp   []byte
 }
 
 // NewUnary prepares calls of method (a full path, "/pkg.Service/Method")
 // with the marshalled request msg.
 func (c *Conn) NewUnary(method string, msg []byte) *Unary {
-	return &Unary{c: c, block: c.headerBlock(method), req: Encode(msg), s: newStream()}
+	return &Unary{c: c, method: method, req: Encode(msg), s: newStream()}
 }
 
 // KeepMetadata makes the following calls record the response's header and
@@ -51,7 +52,7 @@ func (u *Unary) callLocked(ctx context.Context) ([]byte, error) {
 		// answer and the context race in the select below.)
 		return nil, status.FromContextError(err).Err()
 	}
-	if err := c.openLocked(s, u.block, false); err != nil {
+	if err := c.openLocked(s, u.method, &u.hb, false); err != nil {
 		return nil, err
 	}
 	if err := c.sendLocked(s, u.req, true); err != nil {
@@ -111,7 +112,7 @@ func (c *Conn) NewStream(ctx context.Context, method string) (*Stream, error) {
 	st := &Stream{c: c, s: newStream()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.openLocked(st.s, c.headerBlock(method), false); err != nil {
+	if err := c.openLocked(st.s, method, new(headerBlock), false); err != nil {
 		return nil, err
 	}
 	if err := c.flushLocked(); err != nil {

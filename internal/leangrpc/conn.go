@@ -2,9 +2,10 @@
 // streams over one cleartext HTTP/2 connection, written directly as frames
 // with golang.org/x/net/http2's Framer and hpack, as h2load does in C. It
 // exists so that a load generator's own CPU per call stays small: no
-// per-call goroutines, no per-call header encoding (each method's request
-// header block is encoded once, with never-indexed literals, so it can be
-// re-sent verbatim), each call's HEADERS and DATA in one write, requests
+// per-call goroutines, no per-call header encoding (a method's request
+// header block is HPACK-encoded once it is a few indexes into the server's
+// decoder table, and re-sent while that table stays as it is), each call's
+// HEADERS and DATA in one write, requests
 // from concurrent callers coalesced into one write, responses read in
 // large buffered reads (raw read system calls for a lone call, see
 // source), flow-control updates and PING acks batched with requests.
@@ -89,9 +90,12 @@ type Conn struct {
 	authority string
 	opts      options
 	dec       *hpack.Decoder
-	decInto   *stream // the stream whose header block dec is decoding (nil = discard)
-	contID    uint32  // stream of a header block continued in CONTINUATION frames
-	contEnd   bool    // that block's HEADERS frame ended the stream
+	enc       *hpack.Encoder // request header blocks, under mu, in wire order
+	hbuf      []byte         // enc's output: the block being queued
+	hgen      uint64         // counts enc's changes to the server's decoder table
+	decInto   *stream        // the stream whose header block dec is decoding (nil = discard)
+	contID    uint32         // stream of a header block continued in CONTINUATION frames
+	contEnd   bool           // that block's HEADERS frame ended the stream
 
 	mu       sync.Mutex
 	cond     sync.Cond // window grew, a stream ended, or the connection failed
@@ -170,6 +174,7 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 	c.fr = http2.NewFramer((*appender)(c), c.br)
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.emit)
+	c.enc = hpack.NewEncoder((*hpackOut)(c))
 	c.dec.SetMaxStringLength(1 << 20)
 
 	if err := c.handshake(ctx); err != nil {
@@ -334,30 +339,63 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// headerBlock encodes a request's header block once. Every field that is
-// not an exact entry of HPACK's static table is a never-indexed literal,
-// so the block leaves the server's decoder table untouched and can be sent
-// again as is on any stream.
-func (c *Conn) headerBlock(path string) []byte {
-	var b bytesWriter
-	e := hpack.NewEncoder(&b)
-	e.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
-	e.WriteField(hpack.HeaderField{Name: ":scheme", Value: "http"})
-	for _, f := range [][2]string{
-		{":path", path},
-		{":authority", c.authority},
-		{"content-type", "application/grpc"},
-		{"te", "trailers"},
-		{"user-agent", c.opts.userAgent},
-	} {
-		e.WriteField(hpack.HeaderField{Name: f[0], Value: f[1], Sensitive: true})
-	}
-	return b
+// headerBlock is a request header block encoded for the server's decoder
+// table as it stood at generation gen (see Conn.hgen).
+type headerBlock struct {
+	gen uint64
+	b   []byte
 }
 
-type bytesWriter []byte
+// headerBlockLocked returns the header block of a request to path, the
+// next block on the wire (c.mu held, the block queued before c.mu is
+// released), encoded with the connection's HPACK encoder: fields the
+// server's decoder table holds go as one-byte indexes, the others as
+// literals that enter its table, so from the second call of a method on its
+// block is seven one-byte indexes the server looks up instead of strings
+// it decodes and allocates, as h2load's and grpc-go's blocks are (the
+// sample server allocated ~100 B less per call, 3.65 against 3.75 KB; its
+// CPU per call was lower in 10 of 15 interleaved rounds, by a median 5–7%,
+// not a significant difference). A block that changed nothing in the table
+// is kept in *hb and sent again while the table stays as it is, so a
+// method's calls encode nothing after the first.
+func (c *Conn) headerBlockLocked(path string, hb *headerBlock) []byte {
+	if hb.b != nil && hb.gen == c.hgen {
+		return hb.b
+	}
+	gen := c.hgen
+	c.hbuf = c.hbuf[:0]
+	for _, f := range [...]hpack.HeaderField{
+		{Name: ":method", Value: "POST"},
+		{Name: ":scheme", Value: "http"},
+		{Name: ":path", Value: path},
+		{Name: ":authority", Value: c.authority},
+		{Name: "content-type", Value: "application/grpc"},
+		{Name: "te", Value: "trailers"},
+		{Name: "user-agent", Value: c.opts.userAgent},
+	} {
+		c.enc.WriteField(f)
+	}
+	if c.hgen != gen {
+		*hb = headerBlock{} // it changed the table: the next block differs
+		return c.hbuf
+	}
+	*hb = headerBlock{gen: gen, b: append(hb.b[:0], c.hbuf...)}
+	return hb.b
+}
 
-func (b *bytesWriter) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+// hpackOut receives the encoder's output, one field's representation per
+// Write, and counts the writes that change the server's decoder table: a
+// literal with incremental indexing (first bits 01) or a dynamic table size
+// update (001, written before the field it precedes).
+type hpackOut Conn
+
+func (o *hpackOut) Write(p []byte) (int, error) {
+	if len(p) > 0 && (p[0]&0xc0 == 0x40 || p[0]&0xe0 == 0x20) {
+		o.hgen++
+	}
+	o.hbuf = append(o.hbuf, p...)
+	return len(p), nil
+}
 
 // Encode frames msg as one gRPC message: a zero compression flag, its
 // length (4 bytes, big-endian), then its bytes.
@@ -371,7 +409,7 @@ func Encode(msg []byte) []byte {
 
 // openLocked registers s under a new stream ID and queues its HEADERS.
 // It waits while the server's concurrent-stream limit is reached.
-func (c *Conn) openLocked(s *stream, block []byte, endStream bool) error {
+func (c *Conn) openLocked(s *stream, path string, hb *headerBlock, endStream bool) error {
 	for c.err == nil && !c.goAway && uint32(len(c.streams)) >= c.peerMaxStream {
 		c.cond.Wait()
 	}
@@ -384,6 +422,7 @@ func (c *Conn) openLocked(s *stream, block []byte, endStream bool) error {
 	s.reset(c.nextID, c.peerStreamWin)
 	c.nextID += 2
 	c.streams[s.id] = s
+	block := c.headerBlockLocked(path, hb)
 	if len(block) > c.peerMaxFrame {
 		// Rare (a very long authority or path): split into CONTINUATIONs.
 		c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: block[:c.peerMaxFrame], EndStream: endStream})
@@ -697,6 +736,10 @@ func (c *Conn) handleSettingsLocked(f *http2.SettingsFrame) error {
 			}
 		case http2.SettingMaxFrameSize:
 			c.peerMaxFrame = int(st.Val)
+		case http2.SettingHeaderTableSize:
+			// The server's decoder table: the encoder stays within it
+			// (and says so in the next block when it shrinks).
+			c.enc.SetMaxDynamicTableSizeLimit(st.Val)
 		case http2.SettingMaxConcurrentStreams:
 			c.peerMaxStream = st.Val
 		}
