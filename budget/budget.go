@@ -34,6 +34,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coldstart-go/coldstart/internal/cpulist"
 	"github.com/coldstart-go/coldstart/internal/size"
 )
 
@@ -216,7 +217,7 @@ func parseItem(item string) (Budget, error) {
 		if !ok {
 			// A bare CPU number or range continues a cpus= list: "cpus=0,2".
 			if key == "cpus" && tok != "" {
-				cpus, err := parseCPUList(tok)
+				cpus, err := cpulist.Parse(tok)
 				if err != nil {
 					return Budget{}, usagef("%v in %q", err, item)
 				}
@@ -236,7 +237,7 @@ func parseItem(item string) (Budget, error) {
 		key = k
 		switch k {
 		case "cpus":
-			cpus, err := parseCPUList(v)
+			cpus, err := cpulist.Parse(v)
 			if err != nil {
 				return Budget{}, usagef("%v in %q", err, item)
 			}
@@ -340,50 +341,6 @@ func cpuSetList(set *unix.CPUSet) []int {
 		}
 	}
 	return out
-}
-
-// parseCPUList reads one kernel-list-format token or list: "0", "0-3",
-// "0,2-3" (unsorted, unchecked against the machine).
-func parseCPUList(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, errors.New("empty CPU list (want e.g. cpus=0, cpus=0-1 or cpus=0,2)")
-	}
-	var out []int
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := parseCPU(lo)
-		if err != nil {
-			return nil, fmt.Errorf("malformed CPU list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = parseCPU(hi); err != nil {
-				return nil, fmt.Errorf("malformed CPU list %q: %w", s, err)
-			}
-			if b < a {
-				return nil, fmt.Errorf("malformed CPU list %q: range %d-%d runs backwards", s, a, b)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// maxCPU bounds CPU numbers to what a CPU set holds (unix.CPUSet: 1024).
-const maxCPU = 1023
-
-func parseCPU(s string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a CPU number", s)
-	}
-	if n > maxCPU {
-		return 0, fmt.Errorf("CPU %d is beyond %d", n, maxCPU)
-	}
-	return n, nil
 }
 
 // FormatCPUList renders CPUs in the kernel's list format ("0-2,5"), the

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/coldstart-go/coldstart/internal/cpulist"
 )
 
 // lastCPU is the highest CPU this process may use, for "CPU the machine
@@ -178,9 +180,9 @@ func TestFormatCPUList(t *testing.T) {
 			t.Errorf("FormatCPUList(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 		if len(tt.in) > 0 {
-			back, err := parseCPUList(tt.want)
+			back, err := cpulist.Parse(tt.want)
 			if err != nil || FormatCPUList(back) != tt.want {
-				t.Errorf("parseCPUList(%q) = %v, %v", tt.want, back, err)
+				t.Errorf("cpulist.Parse(%q) = %v, %v", tt.want, back, err)
 			}
 		}
 	}

@@ -5,9 +5,9 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/coldstart-go/coldstart/internal/cpulist"
 	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
@@ -94,20 +94,11 @@ func budgetWidth(b string) int {
 	case strings.Contains(b, "cores=") || strings.Contains(b, "mem="):
 		return 0
 	case strings.HasPrefix(b, "cpus="):
-		n := 0
-		for part := range strings.SplitSeq(strings.TrimPrefix(b, "cpus="), ",") {
-			lo, hi, isRange := strings.Cut(part, "-")
-			a, err1 := strconv.Atoi(lo)
-			z, err2 := strconv.Atoi(hi)
-			switch {
-			case err1 != nil:
-			case isRange && err2 == nil && z >= a:
-				n += z - a + 1
-			default:
-				n++
-			}
+		cpus, err := cpulist.Parse(strings.TrimPrefix(b, "cpus="))
+		if err != nil {
+			return 0
 		}
-		return n
+		return len(cpus)
 	}
 	return 0
 }
