@@ -355,14 +355,13 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 			return s, err
 		}
 		s.Phases = append(s.Phases, tracePhases(t0, spans)...)
-		sort.SliceStable(s.Phases, func(i, j int) bool { return s.Phases[i].Ms < s.Phases[j].Ms })
 	}
 	if s.Error == "" {
-		// The pod's Ready event may arrive after the first reply: keep the
-		// phases in the order coldstart saw them.
 		s.Phases = append(s.Phases, prober.Phase{Name: prober.PhaseFirstRPC, Ms: s.FirstRPCMs})
-		sort.SliceStable(s.Phases, func(i, j int) bool { return s.Phases[i].Ms < s.Phases[j].Ms })
 	}
+	// The pod's Ready event may arrive after the first reply, the spans'
+	// phases fall between the watch's: all in time order.
+	sort.SliceStable(s.Phases, func(i, j int) bool { return s.Phases[i].Ms < s.Phases[j].Ms })
 	return s, nil
 }
 
