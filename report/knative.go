@@ -137,6 +137,8 @@ func dominantStep(phases map[string]float64) string {
 	return fmt.Sprintf("%s → %s (%s)", from, to, ms(best))
 }
 
+// medianText is xs's median with its interval at the report's confidence
+// level, "8.81 [8.28–9.41]" (the median alone when too few for one).
 func (r *Report) medianText(xs []float64) string {
 	md := stats.MedianCI(xs, r.confidence())
 	if !md.Finite() {

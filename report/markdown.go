@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
-	"github.com/coldstart-go/coldstart/internal/stats"
 	"io"
 	"path/filepath"
 	"sort"
@@ -270,7 +269,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 	samples := coldSamples(c)
 	for _, s := range sortedSummaries(c.Summaries) {
 		idle := ""
-		if dc, d, ok := r.densityFor(c, s.Arm, s.Budget); ok && !c.Knative() {
+		if dc, d, ok := r.densityFor(c, s.Arm, s.Budget); ok {
 			idle = mib(d.PSSBytes)
 			if d.Budget != s.Budget {
 				idle += " (" + d.Budget + ")"
@@ -287,12 +286,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 		}
 		med := ms(s.MedianMs)
 		if xs := samples[[2]string{s.Arm, s.Budget}]; len(xs) > 0 {
-			// From the samples, at the report's confidence level.
-			m := stats.MedianCI(xs, r.confidence())
-			med = ms(m.Value)
-			if m.Finite() {
-				med += " [" + ms(m.Low) + "–" + ms(m.High) + "]"
-			}
+			med = r.medianText(xs) // from the samples, at the report's confidence level
 		} else if s.MedianCILowMs != nil && s.MedianCIHighMs != nil {
 			med += " [" + ms(*s.MedianCILowMs) + "–" + ms(*s.MedianCIHighMs) + "]"
 		}
