@@ -40,7 +40,7 @@ var (
 )
 
 // CRIUInstall is what to do when criu is missing or too old.
-const CRIUInstall = "install criu 4.2.1 or newer (sudo scripts/setup.sh builds it from Debian's source package)"
+const CRIUInstall = "install criu 4.2.1 or newer (sudo scripts/test-setup.sh builds it from Debian's source package)"
 
 // CRIUEnv is what the snapshot arm adds to the server's environment: Go ≥
 // 1.24 listens with MPTCP by default, which criu cannot dump ("Unsupported

@@ -18,7 +18,7 @@ import (
 )
 
 // needCRIU skips when the snapshot arm cannot run here, saying why (CI runs
-// scripts/setup.sh, which builds criu, as root, so it runs there).
+// scripts/test-setup.sh, which builds criu, as root, so it runs there).
 func needCRIU(t *testing.T) *launch.Snapshot {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -191,7 +191,7 @@ func TestSnapshotJVM(t *testing.T) {
 	javac, err1 := exec.LookPath("javac")
 	java, err2 := exec.LookPath("java")
 	if err1 != nil || err2 != nil {
-		require.Skipf(t, require.JDK, "no JDK (sudo scripts/setup.sh installs default-jdk-headless)")
+		require.Skipf(t, require.JDK, "no JDK (sudo scripts/test-setup.sh installs default-jdk-headless)")
 	}
 	classes := t.TempDir()
 	if out, err := exec.Command(javac, "-d", classes, "../examples/jvm/Echo.java").CombinedOutput(); err != nil {

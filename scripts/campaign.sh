@@ -52,7 +52,7 @@ same_commit() {
 	fi
 }
 
-bash scripts/setup.sh
+bash scripts/test-setup.sh
 bin=$(mktemp -d)
 chmod 755 "$bin" # the JVM step's classes must be readable by the --run-as user
 out=$(mktemp -d results/.campaign-XXXXXX)

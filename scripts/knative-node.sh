@@ -339,9 +339,9 @@ need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (kubelet, containerd, ipt
 
 setup_host() {
 	for b in runc iptables iptables-save openssl jq; do
-		command -v $b >/dev/null || die "$b not found: run scripts/setup.sh (installs runc, iptables, containernetworking-plugins)"
+		command -v $b >/dev/null || die "$b not found: run scripts/test-setup.sh (installs runc, iptables, containernetworking-plugins)"
 	done
-	[ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found: apt-get install containernetworking-plugins (scripts/setup.sh)"
+	[ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found: apt-get install containernetworking-plugins (scripts/test-setup.sh)"
 	local before
 	before=$(counts)
 	mkdir -p "$state" "$run" "$logs"

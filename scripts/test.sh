@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh runs coldstart's whole test suite on a fresh Debian machine, as root:
-#   1. scripts/setup.sh installs upx, runc, criu and a JDK where missing (quick when present);
+#   1. scripts/test-setup.sh installs upx, runc, criu, a JDK, qemu, fortio,
+#      Chromium and rsvg-convert where missing (quick when present);
 #   2. scripts/kube-testenv.sh builds kube-apiserver and etcd for the Knative
 #      tests into a cache outside the repo (~15 min the first time, then instant);
 #   3. scripts/vm-kernel.sh fetches Debian's kernels and busybox for the pure
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
+bash scripts/test-setup.sh
 KUBEBUILDER_ASSETS="$(bash scripts/kube-testenv.sh)"
 export KUBEBUILDER_ASSETS
 COLDSTART_VM_CACHE="$(bash scripts/vm-kernel.sh)"

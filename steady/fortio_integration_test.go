@@ -19,7 +19,7 @@ import (
 	"github.com/coldstart-go/coldstart/prober"
 )
 
-// fortioBin finds fortio (scripts/setup.sh installs v1.68.2 with go
+// fortioBin finds fortio (scripts/test-setup.sh installs v1.68.2 with go
 // install, into $(go env GOPATH)/bin, which need not be on $PATH).
 func fortioBin(t *testing.T) string {
 	t.Helper()
@@ -35,7 +35,7 @@ func fortioBin(t *testing.T) string {
 			}
 		}
 	}
-	require.Skipf(t, require.Fortio, "fortio not found on $PATH or in $(go env GOPATH)/bin: scripts/setup.sh installs it")
+	require.Skipf(t, require.Fortio, "fortio not found on $PATH or in $(go env GOPATH)/bin: scripts/test-setup.sh installs it")
 	return ""
 }
 

@@ -18,7 +18,7 @@
 //	go run ./bench/criukdat -n 20                    # the default build of examples/echo
 //	go run ./bench/criukdat -n 20 -bin ./myserver -- --listen={addr}
 //
-// Needs root, criu (scripts/setup.sh), unshare and mount (util-linux).
+// Needs root, criu (scripts/test-setup.sh), unshare and mount (util-linux).
 // Writes results/<YYYYMMDD-HHMMSS>_criu-kdat.jsonl: provenance, one
 // "kdat_restore" row per restore, one "kdat_summary" per mode.
 package main

@@ -64,7 +64,7 @@ func TestScripts(t *testing.T) {
 					env.Setenv(k, v)
 				}
 			}
-			// Tools go install put here (fortio, by scripts/setup.sh).
+			// Tools go install put here (fortio, by scripts/test-setup.sh).
 			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+gobin())
 			env.Setenv("FORTIO", filepath.Join(gobin(), "fortio"))
 			return nil

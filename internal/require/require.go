@@ -26,11 +26,17 @@ const (
 	CRIU = "criu"
 	JDK  = "jdk"
 	// VM is qemu and the guest kernels for the pure cgroup v2 tests
-	// (internal/vmtest; scripts/setup.sh, scripts/vm-kernel.sh).
+	// (internal/vmtest; scripts/test-setup.sh, scripts/vm-kernel.sh).
 	VM = "vm"
 	// Fortio is fortio v1.68.2 on $PATH or in $(go env GOPATH)/bin, a
-	// server coldstart did not write (scripts/setup.sh installs it).
+	// server coldstart did not write (scripts/test-setup.sh installs it).
 	Fortio = "fortio"
+	// Chromium is Debian's headless chromium, which opens the HTML report
+	// (scripts/test-setup.sh installs it).
+	Chromium = "chromium"
+	// RSVG is rsvg-convert (Debian's librsvg2-bin), which renders every
+	// generated plot (scripts/test-setup.sh installs it).
+	RSVG = "rsvg"
 )
 
 // Required reports whether $COLDSTART_REQUIRE names what (or "all").

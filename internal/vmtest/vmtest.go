@@ -6,7 +6,7 @@
 //
 // scripts/vm-kernel.sh fetches the kernels (apt-get download, dpkg-deb -x;
 // nothing installed) and a static busybox into CacheDir; Debian's
-// qemu-system-x86 runs them (scripts/setup.sh installs it). The guest's
+// qemu-system-x86 runs them (scripts/test-setup.sh installs it). The guest's
 // /init is ./guestinit. The guest loads no kernel modules: its console is
 // the 8250 UART on ttyS0 and its only disk the initramfs, both built into
 // Debian's kernels, as are cgroup2, its controllers and loopback.
@@ -108,7 +108,7 @@ func Busybox(dir string) (string, error) {
 func LookQEMU() (string, error) {
 	p, err := exec.LookPath(QEMU)
 	if err != nil {
-		return "", fmt.Errorf("%s %w: install Debian's qemu-system-x86 (sudo scripts/setup.sh, or apt-get install --no-install-recommends qemu-system-x86)", QEMU, ErrMissing)
+		return "", fmt.Errorf("%s %w: install Debian's qemu-system-x86 (sudo scripts/test-setup.sh, or apt-get install --no-install-recommends qemu-system-x86)", QEMU, ErrMissing)
 	}
 	return p, nil
 }
