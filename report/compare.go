@@ -99,6 +99,75 @@ func (r *Report) compare(kind, campaign, scope, metric, a, b string, xa, xb []fl
 	return row
 }
 
+// DefaultBaseline is the arm others are compared against when the user
+// names none and it was measured: what `go build` ships today.
+const DefaultBaseline = "default"
+
+// BaselineOf picks the baseline among the arms measured together, in
+// their order: the report's Baseline where it is one of them, else
+// DefaultBaseline, else the first. "" for no arms.
+func (r *Report) BaselineOf(arms []string) string {
+	if len(arms) == 0 {
+		return ""
+	}
+	for _, want := range []string{r.Baseline, DefaultBaseline} {
+		if want != "" && contains(arms, want) {
+			return want
+		}
+	}
+	return arms[0]
+}
+
+// Arms lists every arm any campaign measured, in the order first seen.
+func (r *Report) Arms() []string {
+	var out []string
+	for _, c := range r.Campaigns {
+		for _, s := range c.Summaries {
+			out = appendUnique(out, s.Arm)
+		}
+		for _, d := range c.Density {
+			out = appendUnique(out, d.Arm)
+		}
+		for _, s := range c.Steady {
+			out = appendUnique(out, s.Arm)
+		}
+		for _, p := range c.Pull {
+			out = appendUnique(out, p.Arm)
+		}
+		for _, t := range c.Traces {
+			out = appendUnique(out, t.Arm)
+		}
+	}
+	return out
+}
+
+// withBaselineFirst returns arms with the baseline moved to the front, the
+// others in their order.
+func (r *Report) withBaselineFirst(arms []string) []string {
+	b := r.BaselineOf(arms)
+	out := []string{b}
+	for _, a := range arms {
+		if a != b {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// startupCPUSamples are a campaign's counted startup CPU readings by arm
+// and budget (failed readings left out).
+func startupCPUSamples(c *Campaign) map[[2]string][]float64 {
+	out := map[[2]string][]float64{}
+	for _, s := range c.Samples {
+		if s.Warmup || s.Error != "" || s.StartupCPUMs == nil || *s.StartupCPUMs <= 0 {
+			continue
+		}
+		k := [2]string{s.Arm, s.Budget}
+		out[k] = append(out[k], *s.StartupCPUMs)
+	}
+	return out
+}
+
 // coldSamples are a campaign's counted first-RPC times by arm and budget.
 func coldSamples(c *Campaign) map[[2]string][]float64 {
 	out := map[[2]string][]float64{}
@@ -113,7 +182,8 @@ func coldSamples(c *Campaign) map[[2]string][]float64 {
 }
 
 // Comparisons lists every comparison the report makes: within each
-// cold-start campaign every arm against the first under each budget, and
+// cold-start campaign every arm against the baseline (BaselineOf) under
+// each budget, on first RPC and on startup CPU, and
 // every budget against the first for each arm; within each density
 // campaign every arm's idle PSS against the first arm's; within each
 // steady campaign with rounds, every arm against the first on calls/s, p50
@@ -134,9 +204,10 @@ func (r *Report) Comparisons() []ComparisonRow {
 		}
 		arms := budgetsOf(c.Samples, func(s Sample) string { return s.Arm })
 		budgets := budgetsOf(c.Samples, func(s Sample) string { return s.Budget })
+		cpu := startupCPUSamples(c)
 		for _, b := range budgets {
 			base := ""
-			for _, a := range arms {
+			for _, a := range r.withBaselineFirst(arms) {
 				xs := samples[[2]string{a, b}]
 				if len(xs) == 0 {
 					continue
@@ -146,6 +217,9 @@ func (r *Report) Comparisons() []ComparisonRow {
 					continue
 				}
 				out = append(out, r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, xs, samples[[2]string{base, b}], stats.LessIsFaster))
+				if ca, cb := cpu[[2]string{a, b}], cpu[[2]string{base, b}]; len(ca) > 0 && len(cb) > 0 {
+					out = append(out, r.compare("arms", c.Label, "budget="+b, "startup_cpu_ms", a, base, ca, cb, stats.Neutral))
+				}
 			}
 		}
 		for _, a := range arms {
@@ -188,7 +262,7 @@ func (r *Report) Comparisons() []ComparisonRow {
 		}
 		for _, b := range budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Budget }) {
 			base := ""
-			for _, a := range budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Arm }) {
+			for _, a := range r.withBaselineFirst(budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Arm })) {
 				xs := pss[[2]string{a, b}]
 				if len(xs) == 0 {
 					continue
@@ -247,9 +321,9 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 		}
 		groups[k] = append(groups[k], s)
 	}
-	arms := budgetsOf(c.SteadyRounds, func(s SteadyRound) string { return s.Arm })
+	arms := r.withBaselineFirst(budgetsOf(c.SteadyRounds, func(s SteadyRound) string { return s.Arm }))
 	var out []ComparisonRow
-	// Arms against the first arm, per budget, protocol and step.
+	// Arms against the baseline, per budget, protocol and step.
 	for _, k := range keys {
 		if k.arm != arms[0] {
 			continue

@@ -42,17 +42,7 @@ func (r *Report) Markdown(w io.Writer, o MarkdownOptions) error {
 		m.p("%s\n\n", n)
 	}
 
-	m.p("## Recommendations\n\n")
-	recs := r.Recommendations()
-	if len(recs) == 0 {
-		m.p("None: no budget, density or steady step has two arms to compare.\n\n")
-	}
-	for _, rec := range recs {
-		m.p("- %s\n", rec)
-	}
-	if len(recs) > 0 {
-		m.p("\n")
-	}
+	r.recommendationsSection(m)
 	r.comparisonsSection(m)
 	r.verdictSection(m)
 	plots := func(c *Campaign, kind string) {

@@ -215,6 +215,9 @@ type Report struct {
 	// MinEffect is the smallest relative difference a recommendation acts
 	// on (0 = stats.DefaultMinEffect, 5%).
 	MinEffect float64
+	// Baseline is the arm every other arm is compared against ("" =
+	// default where it was measured, else each campaign's first arm).
+	Baseline string
 }
 
 // Load reads results files. A directory stands for the *.jsonl files in

@@ -188,6 +188,21 @@ func budgetsOf[T any](rows []T, budget func(T) string) []string {
 	return out
 }
 
+// recommendationsSection writes the recommendations under their heading.
+func (r *Report) recommendationsSection(m *mdw) {
+	m.p("## Recommendations\n\n")
+	recs := r.Recommendations()
+	if len(recs) == 0 {
+		m.p("None: no budget, density or steady step has two arms to compare.\n\n")
+	}
+	for _, rec := range recs {
+		m.p("- %s\n", rec)
+	}
+	if len(recs) > 0 {
+		m.p("\n")
+	}
+}
+
 // Recommendations derives conclusions from the campaigns: the fastest
 // start under each budget and what it costs in memory, the densest arm, the
 // least server CPU per call and the most calls per second, gRPC against
