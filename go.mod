@@ -14,6 +14,7 @@ module github.com/coldstart-go/coldstart
 go 1.26.8
 
 require (
+	al.essio.dev/pkg/shellescape v1.6.0
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/cavaliergopher/cpio v1.0.1

@@ -197,7 +197,7 @@ func provenanceLine(c *Campaign) string {
 		if len(args) > 0 {
 			args = append([]string{filepath.Base(args[0])}, args[1:]...)
 		}
-		fmt.Fprintf(&b, "; `%s`", strings.Join(args, " "))
+		fmt.Fprintf(&b, "; `%s`", provenance.CommandLine(args, filepath.Dir(c.File)))
 	}
 	if len(p.Notes) > 0 {
 		keys := make([]string, 0, len(p.Notes))

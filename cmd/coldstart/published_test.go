@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/report"
 )
@@ -91,7 +92,7 @@ func TestPublished(t *testing.T) {
 		if len(c.Summaries) == 0 {
 			continue
 		}
-		fmt.Fprintf(&sample, "From `%s` (`%s`):\n\n```\n", filepath.Base(c.File), strings.Join(append([]string{"coldstart"}, c.Provenance.Args[1:]...), " "))
+		fmt.Fprintf(&sample, "From `%s` (`%s`):\n\n```\n", filepath.Base(c.File), provenance.CommandLine(c.Provenance.Args, filepath.Dir(c.File)))
 		if err := render.Write(&sample, render.Table, c.Summaries); err != nil {
 			t.Fatal(err)
 		}
