@@ -58,6 +58,9 @@ type Summary struct {
 	// Polls is when a platform polling readiness at each interval would
 	// first have seen the server ready (coldstart run --poll-interval).
 	Polls []Poll `json:"polls,omitempty" render:"-"`
+	// VsBaseline sets the median against the baseline arm's under the
+	// same budget (CompareToBaseline).
+	VsBaseline
 }
 
 // Summarize reduces counted samples to medians and a range, at 95%

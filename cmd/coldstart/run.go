@@ -12,8 +12,10 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // runOptions are coldstart run's flags.
@@ -28,6 +30,10 @@ type runOptions struct {
 	PinProber  budget.CPUList
 	PinServer  budget.CPUList
 	Polls      string
+	// Wide prints every summary column, as -o csv does; Phases adds the
+	// table of phase medians.
+	Wide   bool
+	Phases bool
 	// --on knative
 	On         string
 	Namespace  string
@@ -79,6 +85,8 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Via, "via", o.Via, "--on knative: what --target is: ingress (probes carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; probes carry the revision's host REV.NS.svc.cluster.local, no ingress hop)")
 	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
+	f.BoolVar(&o.Wide, "wide", false, "print every summary column in the table (phases, cgroup, prober and launcher figures), as -o csv has them")
+	f.BoolVar(&o.Phases, "phases", false, "also print each phase's median (process_started, accepting, first_rpc, ...); -v does too")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
@@ -166,12 +174,29 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 		Noise: func(n campaign.Noise) error { return rf.Add("noise", n) },
 	}
 	c.Polls, _ = campaign.ParsePollIntervals(o.Polls)
-	sums, err := c.Run(ctx, func(s prober.Sample) error { return rf.Add("sample", s) })
+	var samples []prober.Sample
+	sums, err := c.Run(ctx, func(s prober.Sample) error {
+		samples = append(samples, s)
+		return rf.Add("sample", s)
+	})
+	record.CompareToBaseline(sums, samples, o.Baseline, o.Confidence, stats.DefaultMinEffect)
 	if rerr := cliopts.AddAll(rf, "summary", sums); rerr != nil && err == nil {
 		err = rerr
 	}
-	if err := rf.End(w, cliopts.Rows(o.Output, sums), err, built); err != nil || len(c.Polls) == 0 {
+	if err := rf.End(w, o.printSummaries(sums), err, built); err != nil || len(c.Polls) == 0 {
 		return err
 	}
 	return writePolls(w, o.Output, sums)
+}
+
+// printSummaries prints the summaries in the -o format: at a terminal
+// (-o table) the narrow table with verdicts against the baseline, unless
+// --wide.
+func (o *runOptions) printSummaries(sums []campaign.Summary) func(io.Writer) error {
+	if o.Output != render.Table || o.Wide {
+		return cliopts.Rows(o.Output, sums)
+	}
+	return func(w io.Writer) error {
+		return writeColdText(w, sums, coldTextOptions{Confidence: o.Confidence, Phases: o.Phases || o.Verbose, Warmup: true, MinEffect: stats.DefaultMinEffect})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
@@ -82,16 +83,21 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 		err = fmt.Errorf("on knative: %w", err)
 	}
 	var sums []campaign.Summary
+	var all []prober.Sample
+	for _, arm := range o.Arms.Names {
+		all = append(all, samples[arm]...)
+	}
 	for _, arm := range o.Arms.Names {
 		if len(samples[arm]) == 0 {
 			continue
 		}
-		s := record.Summarize(samples[arm])
+		s := record.SummarizeAt(samples[arm], o.Confidence)
 		s.Arm, s.Budget, s.Probe = arm, "knative", checker.Name()
-		if aerr := rf.Add("summary", s); aerr != nil && err == nil {
-			err = aerr
-		}
 		sums = append(sums, s)
 	}
-	return rf.End(w, cliopts.Rows(o.Output, sums), err, campaign.Built{})
+	record.CompareToBaseline(sums, all, o.Baseline, o.Confidence, stats.DefaultMinEffect)
+	if aerr := cliopts.AddAll(rf, "summary", sums); aerr != nil && err == nil {
+		err = aerr
+	}
+	return rf.End(w, o.printSummaries(sums), err, campaign.Built{})
 }

@@ -88,10 +88,15 @@ func (o *serverOptions) validate() error {
 	if _, err := o.checker(); err != nil {
 		return err
 	}
-	if _, err := o.images(); err != nil {
+	images, err := o.images()
+	if err != nil {
 		return err
 	}
-	return nil
+	arms := append([]string(nil), o.Arms.Names...)
+	for _, ia := range images {
+		arms = append(arms, ia.Name)
+	}
+	return o.CheckBaseline(arms)
 }
 
 // images parses --image.

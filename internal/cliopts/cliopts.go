@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,9 +43,12 @@ type Common struct {
 	Env         []string
 	// RunAs is --run-as as given ("" = 65532:65532 when root, else
 	// ourselves); Validate parses it into User.
-	RunAs       string
-	User        runas.User
-	Budgets     budget.List
+	RunAs   string
+	User    runas.User
+	Budgets budget.List
+	// Baseline is the arm the others are compared against ("" = default
+	// where it is measured, else the first arm).
+	Baseline    string
 	Output      render.Format
 	ResultsDir  string
 	Verbose     bool
@@ -90,6 +94,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 	f.StringArrayVar(&c.Env, "env", nil, "extra environment for the server, K=V (repeatable; values may name the placeholders server arguments take)")
 	f.StringVar(&c.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when run as root, else yourself)")
 	f.Var(&c.Budgets, "budget", "CPU and memory budgets, ';'-separated or repeated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max (no limit)")
+	f.StringVar(&c.Baseline, "baseline", "", "arm every other arm is compared against, with a ratio, interval and verdict (\"\" = default when measured, else the first arm)")
 	f.VarP(&c.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&c.ResultsDir, "results-dir", c.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "also print every spawned command line to stderr, so a run can be replayed by hand")
@@ -155,6 +160,15 @@ func (c *Common) Validate() error {
 	}
 	c.User = u
 	return nil
+}
+
+// CheckBaseline refuses a --baseline that names none of the arms to be
+// measured.
+func (c *Common) CheckBaseline(arms []string) error {
+	if c.Baseline == "" || slices.Contains(arms, c.Baseline) {
+		return nil
+	}
+	return fmt.Errorf("--baseline: %q is not measured (arms: %s)", c.Baseline, strings.Join(arms, ", "))
 }
 
 // Sample reports whether the bundled sample server is measured: no PKG,

@@ -204,6 +204,10 @@ func cell(v reflect.Value, verb string) string {
 	return fmt.Sprint(v.Interface())
 }
 
+// Number formats x as every table does: three significant digits for
+// small numbers, whole numbers for large ones (0.123, 1.23, 12.3, 123).
+func Number(x float64) string { return formatFloat(x) }
+
 // formatFloat keeps three significant digits for small numbers and whole
 // numbers for large ones: 0.123, 1.23, 12.3, 123, 12345.
 func formatFloat(x float64) string {

@@ -1,0 +1,101 @@
+package record
+
+import "github.com/coldstart-go/coldstart/internal/stats"
+
+// VerdictBaseline marks the baseline's own row: it is what the others are
+// compared against.
+const VerdictBaseline = "baseline"
+
+// VsBaseline is one row's figure set against the baseline arm's under the
+// same budget: the ratio row/baseline (Hodges–Lehmann) with its interval,
+// the two-sided Mann–Whitney p-value and the verdict (faster, slower, "no
+// difference detected", or "baseline" on the baseline's own row). All nil
+// or empty when there was nothing to compare.
+type VsBaseline struct {
+	Baseline string   `json:"baseline,omitempty" render:"-"`
+	Ratio    *float64 `json:"vs_baseline_ratio,omitempty"`
+	CILow    *float64 `json:"vs_baseline_ci_low,omitempty"`
+	CIHigh   *float64 `json:"vs_baseline_ci_high,omitempty"`
+	P        *float64 `json:"vs_baseline_p,omitempty"`
+	Verdict  string   `json:"vs_baseline_verdict,omitempty"`
+	// RunsToDetect estimates the runs per arm that would detect a
+	// stats.DefaultMinEffect difference at the spread seen (0 = unknown),
+	// for rows where none was detected.
+	RunsToDetect int `json:"vs_baseline_runs_to_detect,omitempty" render:"-"`
+}
+
+// Compared reports whether the row was compared with a baseline other
+// than itself.
+func (v VsBaseline) Compared() bool { return v.Verdict != "" && v.Verdict != VerdictBaseline }
+
+// NewVsBaseline compares a row's values xa against the baseline's xb
+// (stats.Compare) for a figure of the given sense.
+func NewVsBaseline(baseline string, xa, xb []float64, s stats.Sense, confidence, minEffect float64) VsBaseline {
+	c := stats.Compare(xa, xb, confidence)
+	v := VsBaseline{Baseline: baseline, Verdict: string(c.Verdict(s))}
+	v.Ratio, v.CILow, v.CIHigh = finite(c.Ratio), finite(c.RatioLow), finite(c.RatioHigh)
+	if c.NA > 0 && c.NB > 0 {
+		p := c.P
+		v.P = &p
+	}
+	if !c.Actionable(minEffect) {
+		v.RunsToDetect = stats.RunsToDetect(xa, xb, minEffect, confidence, 0.8)
+	}
+	return v
+}
+
+// ChooseBaseline picks the baseline among arms, in their order: want
+// where it is one of them, else "default" (what `go build` ships), else
+// the first arm. "" when there are no arms.
+func ChooseBaseline(arms []string, want string) string {
+	if len(arms) == 0 {
+		return ""
+	}
+	for _, w := range []string{want, "default"} {
+		for _, a := range arms {
+			if w != "" && a == w {
+				return w
+			}
+		}
+	}
+	return arms[0]
+}
+
+// CompareToBaseline fills each summary's VsBaseline on spawn → first RPC:
+// per budget, every arm's counted samples against the baseline's
+// (ChooseBaseline over the arms summarized, in order). samples are the
+// campaign's raw samples, warm-up and failed ones included (they are left
+// out here, as in Summarize). It returns the baseline chosen.
+func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence, minEffect float64) string {
+	var arms []string
+	seen := map[string]bool{}
+	for _, s := range sums {
+		if !seen[s.Arm] {
+			seen[s.Arm] = true
+			arms = append(arms, s.Arm)
+		}
+	}
+	base := ChooseBaseline(arms, want)
+	times := map[[2]string][]float64{}
+	for _, s := range samples {
+		if s.Warmup || s.Error != "" || s.FirstRPCMs <= 0 {
+			continue
+		}
+		k := [2]string{s.Arm, s.Budget}
+		times[k] = append(times[k], s.FirstRPCMs)
+	}
+	for i := range sums {
+		s := &sums[i]
+		if s.Arm == base {
+			s.VsBaseline = VsBaseline{Baseline: base, Verdict: VerdictBaseline}
+			continue
+		}
+		xa, xb := times[[2]string{s.Arm, s.Budget}], times[[2]string{base, s.Budget}]
+		if len(xa) == 0 || len(xb) == 0 {
+			s.VsBaseline = VsBaseline{}
+			continue
+		}
+		s.VsBaseline = NewVsBaseline(base, xa, xb, stats.LessIsFaster, confidence, minEffect)
+	}
+	return base
+}
