@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -18,7 +17,9 @@ import (
 
 // Provenance is attached to every results file.
 type Provenance struct {
-	Tool        string    `json:"tool"`
+	Tool string `json:"tool"`
+	// ToolVersion is ToolVersion(): a module version, or "devel" and the
+	// commit for a build that names none.
 	ToolVersion string    `json:"tool_version"`
 	Commit      string    `json:"commit"` // of the coldstart checkout; "+dirty" when modified
 	GoVersion   string    `json:"go_version"`
@@ -51,22 +52,8 @@ func Collect(tool string, args []string) Provenance {
 	p.CPUModel = cpuModel("/proc/cpuinfo")
 	p.MemBytes = memTotal("/proc/meminfo")
 	p.CgroupMode = cgroupMode()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		p.ToolVersion = bi.Main.Version
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				p.Commit = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					p.Commit += "+dirty"
-				}
-			}
-		}
-	}
-	if p.Commit == "" {
-		p.Commit = gitCommit()
-	}
+	p.ToolVersion = ToolVersion()
+	p.Commit = Commit()
 	return p
 }
 
@@ -85,7 +72,7 @@ func cgroupMode() string {
 }
 
 // gitCommit asks git for the checkout's commit when the binary does not
-// carry it (go run, or -buildvcs=false).
+// carry it (go run, go test, or -buildvcs=false); Commit calls it once.
 func gitCommit() string {
 	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
