@@ -28,6 +28,8 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newPullCmd(runPull),
 		newCleanCmd(runClean),
 		newExplainCmd(runExplain),
+		newVersionCmd(runVersion),
 	)
+	setVersion(root, "coldstart")
 	return root
 }
