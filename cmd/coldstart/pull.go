@@ -208,17 +208,40 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 			}
 		},
 	})
-	show := func(w io.Writer) error {
-		if len(rows) == 0 {
-			return nil
-		}
-		if err := render.Write(w, o.Output, record.SummarizePulls(rows)); err != nil {
-			return err
-		}
-		if o.Output == render.Table || o.Output == render.Markdown {
-			fmt.Fprintln(w)
-		}
-		return render.Write(w, o.Output, record.PullBreakEvens(rows))
-	}
+	show := func(w io.Writer) error { return writePulls(w, o.Output, rows) }
 	return rf.End(w, show, err, built)
+}
+
+// pullJSON is pull's -o json output: one document, so that JSON tools
+// read it whole, with the medians and the break-evens under their names.
+type pullJSON struct {
+	Medians    []record.PullSummary   `json:"medians"`
+	BreakEvens []record.PullBreakEven `json:"break_evens"`
+}
+
+// writePulls prints the medians per image and bandwidth, then the
+// break-evens: in -o json as one object (pullJSON), else as two tables
+// (a blank line between them, but in CSV). Nothing when no pull was made.
+func writePulls(w io.Writer, f render.Format, rows []record.PullRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	sums, evens := record.SummarizePulls(rows), record.PullBreakEvens(rows)
+	if f == render.JSON {
+		doc := pullJSON{Medians: sums, BreakEvens: evens}
+		if doc.Medians == nil {
+			doc.Medians = []record.PullSummary{}
+		}
+		if doc.BreakEvens == nil {
+			doc.BreakEvens = []record.PullBreakEven{}
+		}
+		return render.Write(w, f, doc)
+	}
+	if err := render.Write(w, f, sums); err != nil {
+		return err
+	}
+	if f == render.Table || f == render.Markdown {
+		fmt.Fprintln(w)
+	}
+	return render.Write(w, f, evens)
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 func TestPullFlags(t *testing.T) {
@@ -94,4 +99,80 @@ func TestPullPortInUse(t *testing.T) {
 		t.Errorf("results dir holds %d files after a refused run", len(ents))
 	}
 	t.Logf("refused in %v", time.Since(start))
+}
+
+// TestPullJSON: -o json prints one document, the medians and the
+// break-evens under their own keys, which JSON tools read whole (pull
+// printed two arrays back to back, which python3 -m json.tool refuses).
+func TestPullJSON(t *testing.T) {
+	var rows []record.PullRow
+	for i := range 4 {
+		for _, a := range []struct {
+			arm         string
+			bytes       int64
+			ready, cold float64
+		}{{"static", 8 << 20, 900, 5}, {"upx", 3 << 20, 400, 40}} {
+			rows = append(rows, record.PullRow{
+				PullVariant: record.PullVariant{Arm: a.arm, Compression: "gzip", Layering: "single"},
+				Deploy:      1, Bandwidth: "100Mbit", BandwidthBits: 100e6, Iteration: i,
+				ImageBytes: a.bytes, ImageReadyMs: a.ready + float64(i), NodeToFirstRPCMs: a.ready + a.cold + float64(i),
+				AfterPullStartMs: a.cold, ColdStartMs: a.cold + float64(i), WarmStartMs: a.cold/2 + float64(i)/10,
+			})
+		}
+	}
+	for _, tt := range []struct {
+		name       string
+		rows       []record.PullRow
+		medians    int
+		breakEvens int
+	}{
+		{"two arms", rows, 2, 1},
+		{"one arm: no pair to break even", rows[:1], 1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := writePulls(&out, render.JSON, tt.rows); err != nil {
+				t.Fatal(err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+			var doc map[string][]map[string]any
+			if err := dec.Decode(&doc); err != nil {
+				t.Fatalf("-o json: %v\n%s", err, out.String())
+			}
+			if err := dec.Decode(new(any)); !errors.Is(err, io.EOF) {
+				t.Fatalf("-o json holds more than one document (next: %v):\n%s", err, out.String())
+			}
+			m, okm := doc["medians"]
+			b, okb := doc["break_evens"]
+			if !okm || !okb || len(doc) != 2 || len(m) != tt.medians || len(b) != tt.breakEvens {
+				t.Errorf("-o json keys %d medians, %d break-evens (all keys: %v); want medians %d, break_evens %d", len(m), len(b), docKeys(doc), tt.medians, tt.breakEvens)
+			}
+			if len(m) > 0 && m[0]["arm"] != "static" {
+				t.Errorf("first median %v, want the static arm's", m[0])
+			}
+			// The issue's own check, where python3 is installed.
+			if py, err := exec.LookPath("python3"); err == nil {
+				cmd := exec.Command(py, "-m", "json.tool")
+				cmd.Stdin = bytes.NewReader(out.Bytes())
+				if msg, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("python3 -m json.tool: %v: %s", err, msg)
+				}
+			}
+		})
+	}
+	var out bytes.Buffer
+	if err := writePulls(&out, render.Table, rows); err != nil {
+		t.Fatal(err)
+	}
+	if tables := strings.Split(out.String(), "\n\n"); len(tables) != 2 || !strings.Contains(tables[1], "break_even_starts") {
+		t.Errorf("-o table: want the medians, a blank line, the break-evens:\n%s", out.String())
+	}
+}
+
+func docKeys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
 }
