@@ -106,6 +106,16 @@ func budgetWidth(b string) int {
 // dominantStep names the longest step between consecutive phase medians
 // up to first_rpc, e.g. "pod_scheduled → sandbox_ready (466)".
 func dominantStep(phases map[string]float64) string {
+	from, to, d := longestStep(phases)
+	if to == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s → %s (%s)", from, to, ms(d))
+}
+
+// longestStep is the longest step between consecutive phase medians up to
+// first_rpc: its two phases and its length ("" when there are none).
+func longestStep(phases map[string]float64) (from, to string, d float64) {
 	type ph struct {
 		name string
 		ms   float64
@@ -120,21 +130,18 @@ func dominantStep(phases map[string]float64) string {
 		}
 		return ps[i].name < ps[j].name
 	})
-	best, from, to := 0.0, "t0", ""
+	from = "t0"
 	prev := ph{"t0", 0}
 	for _, p := range ps {
 		if prev.name == "first_rpc" { // what follows is not the cold start's
 			break
 		}
-		if d := p.ms - prev.ms; d > best {
-			best, from, to = d, prev.name, p.name
+		if step := p.ms - prev.ms; step > d {
+			d, from, to = step, prev.name, p.name
 		}
 		prev = p
 	}
-	if to == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s → %s (%s)", from, to, ms(best))
+	return from, to, d
 }
 
 // medianText is xs's median with its interval at the report's confidence

@@ -1,0 +1,158 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
+
+// TestDecisions checks the rules on the fixtures: under cores=0.5 static
+// starts significantly faster than default (0.846×, p=0.028) and is
+// shipped; under cpus=0 it starts alike but idles in less PSS; upx, 8×
+// slower, is to be avoided under both; the cluster campaign, whose arms
+// no test tells apart, ships its baseline.
+func TestDecisions(t *testing.T) {
+	r := load(t, "testdata")
+	got := map[string]Decision{}
+	for _, d := range r.Decisions() {
+		got[d.Campaign.Label+" "+d.Budget] = d
+	}
+	for _, want := range []struct {
+		key, ship, why, avoid string
+	}{
+		{"20261130-030000_coldstart cores=0.5", "static", WhyFaster, "upx"},
+		{"20261130-030000_coldstart cpus=0", "static", WhySmaller, "upx"},
+		{"20261130-033000_coldstart cores=1", "static", WhyBaseline, ""},
+	} {
+		d, ok := got[want.key]
+		if !ok {
+			t.Errorf("no decision for %s (have %v)", want.key, keys(got))
+			continue
+		}
+		if d.Ship != want.ship || d.Why != want.why {
+			t.Errorf("%s: ship %s (%s), want %s (%s)", want.key, d.Ship, d.Why, want.ship, want.why)
+		}
+		var avoid []string
+		for _, a := range d.Avoid {
+			avoid = append(avoid, a.A)
+		}
+		if strings.Join(avoid, ",") != want.avoid {
+			t.Errorf("%s: avoid %v, want %q", want.key, avoid, want.avoid)
+		}
+		if d.Why == WhyFaster && (d.Start == nil || d.Start.Verdict != string(stats.Faster) || !d.Start.Actionable) {
+			t.Errorf("%s: shipped as faster on %+v", want.key, d.Start)
+		}
+	}
+}
+
+// TestDecisionBaseline: --baseline static sets every arm against static,
+// and default, 1.18× static's start under cores=0.5, is to be avoided.
+func TestDecisionBaseline(t *testing.T) {
+	r := load(t, "testdata")
+	r.Baseline = "static"
+	for _, d := range r.Decisions() {
+		if d.Campaign.Label != "20261130-030000_coldstart" || d.Budget != "cores=0.5" {
+			continue
+		}
+		if d.Baseline != "static" || d.Ship != "static" {
+			t.Errorf("baseline %s, ship %s; want static, static", d.Baseline, d.Ship)
+		}
+		var names []string
+		for _, a := range d.Avoid {
+			names = append(names, a.A)
+		}
+		if strings.Join(names, ",") != "upx,default" {
+			t.Errorf("avoid %v, want upx then default", names)
+		}
+		return
+	}
+	t.Fatal("no decision for cores=0.5")
+}
+
+// TestDecisionNothingComparable: a campaign of one arm decides nothing,
+// and the block says what to measure instead of recommending.
+func TestDecisionNothingComparable(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("testdata", "20261130-030000_coldstart.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(src), "\n") {
+		if !strings.Contains(line, `"arm":"static"`) && !strings.Contains(line, `"arm":"upx"`) {
+			keep = append(keep, line)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "20261130-030000_coldstart.jsonl"), []byte(strings.Join(keep, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := load(t, dir)
+	if ds := r.Decisions(); len(ds) != 0 {
+		t.Fatalf("Decisions() = %d from one arm, want none", len(ds))
+	}
+	var b bytes.Buffer
+	if err := r.Headline(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Nothing to decide: no cold-start campaign here measured two arms") {
+		t.Errorf("the Decision block does not say there is nothing to compare:\n%s", b.String())
+	}
+}
+
+// TestDecisionFirst: the Decision is the report's first section.
+func TestDecisionFirst(t *testing.T) {
+	r := load(t, "testdata")
+	var b bytes.Buffer
+	if err := r.Markdown(&b, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(b.String(), "\n## ")
+	if i < 0 || !strings.HasPrefix(b.String()[i:], "\n## Decision\n") {
+		t.Errorf("first section is not the Decision:\n%.300s", b.String()[max(i, 0):])
+	}
+}
+
+// TestMarkdownPages: with PagesDir the details go to pages of their own,
+// linked from the document, and the document keeps the answer.
+func TestMarkdownPages(t *testing.T) {
+	r := load(t, "testdata")
+	dir := filepath.Join(t.TempDir(), "report")
+	var b bytes.Buffer
+	pages, err := r.MarkdownPages(&b, MarkdownOptions{PagesDir: dir, PagesRel: "docs/report", PagesBack: "../../PERFORMANCE.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	for _, want := range []string{"## Decision", "## Headline: spawn → first RPC", "## Recommendations", "## Details", "(docs/report/coldstart.md)"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("document lacks %q", want)
+		}
+	}
+	if strings.Contains(doc, "## Comparisons") || strings.Contains(doc, "## Density") {
+		t.Errorf("detail sections left in the document")
+	}
+	if len(pages) < 4 {
+		t.Fatalf("pages = %v, want the comparisons, cold start, density and steady at least", pages)
+	}
+	for _, p := range pages {
+		body, err := os.ReadFile(filepath.Join(dir, p.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(body), "# "+p.Title+"\n\nPart of [coldstart report](../../PERFORMANCE.md)") {
+			t.Errorf("%s starts %.120q", p.File, body)
+		}
+	}
+}
+
+func keys(m map[string]Decision) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
