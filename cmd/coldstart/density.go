@@ -43,7 +43,7 @@ unpacks into private memory, so its instances share no pages: PSS shows it, RSS 
 	f := cmd.Flags()
 	f.IntVar(&o.Instances, "instances", o.Instances, "idle instances of each arm to run side by side")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp or unix")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one instance's readiness after this long")
+	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one instance's start after this long (spawn to ready)")
 	f.Lookup("budget").Usage = "one CPU and memory budget for every instance, e.g. cores=0.5,mem=256Mi (max = none)"
 	return cmd
 }

@@ -84,7 +84,7 @@ The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-clust
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the Services as YAML and touch no cluster (the image arm without --image: built locally, marked not pushed)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `--dry-run: build cache for the local image arm ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
 	f.BoolVar(&o.Delete, "delete", false, "delete the Services deploy created (only those labelled app.kubernetes.io/managed-by=coldstart)")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "wait this long for all Services to be Ready (0 = do not wait)")
+	timeoutVar(f, &o.Timeout, "wait-timeout", "wait this long for all Services to be Ready (0 = do not wait)")
 	f.Float64Var(&o.CPU, "cpu", 0, "CPU request and limit in cores, e.g. 0.5 (0 = none)")
 	f.StringVar(&o.Memory, "memory", "", "memory request and limit, e.g. 256Mi (\"\" = none)")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print progress to stderr")
@@ -121,7 +121,7 @@ func (o *deployOptions) validate() error {
 		images[arm] = ref
 	}
 	if o.Timeout < 0 {
-		return fmt.Errorf("--timeout: %v, want 0 or a positive duration", o.Timeout)
+		return fmt.Errorf("--wait-timeout: %v, want 0 or a positive duration", o.Timeout)
 	}
 	if o.CPU < 0 {
 		return fmt.Errorf("--cpu: %v, want cores ≥ 0, e.g. 0.5", o.CPU)

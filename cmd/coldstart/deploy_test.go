@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -244,14 +245,14 @@ func TestDeployOnAPIServer(t *testing.T) {
 		return n
 	}
 
-	got, err := deploy("--timeout", "0", "--image", "default="+img, "--image", "upx="+img)
+	got, err := deploy("--wait-timeout", "0", "--image", "default="+img, "--image", "upx="+img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(got, "bench/coldstart-default  true") || !strings.Contains(got, "bench/coldstart-upx      true") {
 		t.Errorf("first deploy printed:\n%s", got)
 	}
-	got, err = deploy("--timeout", "0", "--window", "30s", "--image", "default="+img, "--image", "upx="+img)
+	got, err = deploy("--wait-timeout", "0", "--window", "30s", "--image", "default="+img, "--image", "upx="+img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestDeployOnAPIServer(t *testing.T) {
 
 	// Without a Knative controller nothing gets Ready: the error says so
 	// and the Service this deploy created is gone again.
-	_, err = deploy("--timeout", "1s", "--image", "pgo="+img)
+	_, err = deploy("--wait-timeout", "1s", "--image", "pgo="+img)
 	if !errors.Is(err, knative.ErrNotReady) || !strings.Contains(err.Error(), "is the Knative controller running?") {
 		t.Errorf("deploy with no controller = %v, want %v", err, knative.ErrNotReady)
 	}
@@ -278,5 +279,68 @@ func TestDeployOnAPIServer(t *testing.T) {
 	}
 	if n := names(); len(n) != 0 {
 		t.Errorf("left after --delete: %v", n)
+	}
+}
+
+// timeoutParse runs a command newCmd builds on args with a run function
+// that records the options, and returns the timeout get reads from them,
+// what the command printed, and its help text. (Cobra prints pflag's
+// deprecation warnings to OutOrStderr: stderr, but to the test's writer
+// once SetOut is called; run_errors.txtar checks stderr.)
+func timeoutParse[O any](newCmd func(func(context.Context, *O, io.Writer) error) *cobra.Command, get func(*O) time.Duration, args []string) (time.Duration, string, string, error) {
+	var got *O
+	cmd := newCmd(func(_ context.Context, o *O, _ io.Writer) error { got = o; return nil })
+	var printed bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&printed)
+	cmd.SetErr(&printed)
+	if err := cmd.Execute(); err != nil {
+		return 0, printed.String(), "", err
+	}
+	return get(got), printed.String(), cmd.Flags().FlagUsages(), nil
+}
+
+// TestTimeoutFlags: each command's timeout has a name saying what it
+// bounds, one name one meaning across commands (--start-timeout: one
+// start, up to its first ready reply; --wait-timeout: deploy's wait for
+// all Services); --timeout, their old shared name, still sets the same
+// value, with a deprecation warning, and is not in the help.
+func TestTimeoutFlags(t *testing.T) {
+	img := "r.example/echo@" + digest
+	parsers := []struct {
+		cmd, flag string
+		extra     []string
+		parse     func(args []string) (time.Duration, string, string, error)
+	}{
+		{"run", "start-timeout", nil, func(a []string) (time.Duration, string, string, error) {
+			return timeoutParse(newRunCmd, func(o *runOptions) time.Duration { return o.Timeout }, a)
+		}},
+		{"explain", "start-timeout", nil, func(a []string) (time.Duration, string, string, error) {
+			return timeoutParse(newExplainCmd, func(o *explainOptions) time.Duration { return o.Timeout }, a)
+		}},
+		{"density", "start-timeout", nil, func(a []string) (time.Duration, string, string, error) {
+			return timeoutParse(newDensityCmd, func(o *densityOptions) time.Duration { return o.Timeout }, a)
+		}},
+		{"pull", "start-timeout", nil, func(a []string) (time.Duration, string, string, error) {
+			return timeoutParse(newPullCmd, func(o *pullOptions) time.Duration { return o.Timeout }, a)
+		}},
+		{"deploy", "wait-timeout", []string{"--image", "default=" + img}, func(a []string) (time.Duration, string, string, error) {
+			return timeoutParse(newDeployCmd, func(o *deployOptions) time.Duration { return o.Timeout }, a)
+		}},
+	}
+	for _, p := range parsers {
+		t.Run(p.cmd, func(t *testing.T) {
+			got, printed, help, err := p.parse(append([]string{"--" + p.flag, "7s"}, p.extra...))
+			if err != nil || got != 7*time.Second || printed != "" {
+				t.Errorf("%s --%s 7s: timeout %v, printed %q, err %v; want 7s, no warning", p.cmd, p.flag, got, printed, err)
+			}
+			if !strings.Contains(help, "--"+p.flag+" ") || strings.Contains(help, "--timeout") {
+				t.Errorf("%s help shows --timeout or lacks --%s:\n%s", p.cmd, p.flag, help)
+			}
+			got, printed, _, err = p.parse(append([]string{"--timeout", "9s"}, p.extra...))
+			if want := "Flag --timeout has been deprecated, use --" + p.flag; err != nil || got != 9*time.Second || !strings.Contains(printed, want) {
+				t.Errorf("%s --timeout 9s: timeout %v, printed %q, err %v; want 9s and %q", p.cmd, got, printed, err, want)
+			}
+		})
 	}
 }

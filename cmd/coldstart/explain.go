@@ -65,7 +65,7 @@ keeps the rest. Raw traces go to results/<YYYYMMDD-HHMMSS>_explain.jsonl.`,
 	o.serverOptions.bind(cmd)
 	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "counted traced starts per arm and budget (after one warm-up round)")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one start after this long")
+	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one start after this long")
 	f.IntVar(&o.Top, "top", o.Top, "packages (and modules) listed per arm")
 	return cmd
 }
@@ -86,7 +86,7 @@ func (o *explainOptions) validate() error {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
 	}
 	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
+		return fmt.Errorf("--start-timeout: %v, want a positive duration", o.Timeout)
 	}
 	if o.Top < 1 {
 		return fmt.Errorf("--top: %d, want at least 1", o.Top)

@@ -84,7 +84,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "pulls per image and bandwidth (at least 4 for a break-even to be significant)")
 	f.IntVar(&o.RegistryPort, "registry-port", 0, "port of the local registry on 127.0.0.1 (0 = any free port)")
 	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one start after this long")
+	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one start after this long")
 	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every spawned command line to stderr")
@@ -123,7 +123,7 @@ func (o *pullOptions) validate() error {
 		return fmt.Errorf("--registry-port: %d, want 1..65535, or 0 for any free port", o.RegistryPort)
 	}
 	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
+		return fmt.Errorf("--start-timeout: %v, want a positive duration", o.Timeout)
 	}
 	if _, err := prober.ParseTemplate(o.ServerArgs); err != nil {
 		return err

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/coldstart-go/coldstart/internal/leftovers"
 )
@@ -32,4 +35,16 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 	)
 	setVersion(root, "coldstart")
 	return root
+}
+
+// timeoutVar binds the duration flag name to p, and --timeout to the same
+// value as a deprecated alias: --timeout once named a different bound on
+// each command (one start, one instance's readiness, the wait for all
+// Services), so each now has a name saying what it bounds, while scripts
+// that pass --timeout keep working with a warning on stderr. Help shows
+// only name.
+func timeoutVar(f *pflag.FlagSet, p *time.Duration, name, usage string) {
+	f.DurationVar(p, name, *p, usage)
+	f.DurationVar(p, "timeout", *p, usage)
+	_ = f.MarkDeprecated("timeout", "use --"+name)
 }

@@ -75,7 +75,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of each median's interval, between 0 and 1")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
 	f.StringVar(&o.PageCache, "page-cache", o.PageCache, "warm (files as the last start left them) or cold (evict each arm's binary, shared libraries and image root filesystem before every start, with posix_fadvise, and record how many pages were resident)")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "give up on one cold start after this long")
+	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one cold start after this long")
 	f.Var(&o.PinProber, "pin-prober", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
 	f.Var(&o.PinServer, "pin-server", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
 	f.StringVar(&o.On, "on", "local", "where to start servers: local (processes and containers here) or knative (the Services coldstart deploy made)")
@@ -136,7 +136,7 @@ func (o *runOptions) validate() error {
 		return fmt.Errorf("--on: %q, want local or knative", o.On)
 	}
 	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout: %v, want a positive duration", o.Timeout)
+		return fmt.Errorf("--start-timeout: %v, want a positive duration", o.Timeout)
 	}
 	if _, err := o.fixedAddr(); err != nil {
 		return err
