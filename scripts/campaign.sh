@@ -118,7 +118,7 @@ manifest="results/${ts}_manifest.json"
 	printf '{\n  "kind": "manifest",\n  "commit": "%s",\n  "started_at": "%s",\n  "finished_at": "%s",\n' \
 		"$commit" "$started" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	printf '  "load_before": "%s",\n  "load_after": "%s",\n' "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
-	printf '  "title": "Performance",\n  "notes": "docs/performance-notes.md",\n  "plots": "docs/img",\n'
+	printf '  "title": "Performance",\n  "notes": "docs/performance-notes.md",\n  "plots": "docs/img",\n  "pages": "docs/report",\n'
 	printf '  "commands": [\n'
 	sep=""
 	for c in "${cmds[@]}"; do

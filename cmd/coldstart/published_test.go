@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coldstart-go/coldstart/internal/provenance"
-	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/report"
 )
 
@@ -29,6 +28,9 @@ type published struct {
 	Title  string   `json:"title"`
 	Notes  string   `json:"notes"`
 	Plots  string   `json:"plots"`
+	// Pages is the directory of the report's detail pages, linked from
+	// PERFORMANCE.md.
+	Pages string `json:"pages"`
 	Files  []string `json:"files"`
 }
 
@@ -63,21 +65,43 @@ func TestPublished(t *testing.T) {
 	}
 	fix := "go test ./cmd/coldstart -run TestPublished -update-published"
 
-	out, plots := "PERFORMANCE.md", m.Plots
+	out, plots, pages := "PERFORMANCE.md", m.Plots, m.Pages
+	dir := "."
 	if !*updatePublished {
-		dir := t.TempDir()
-		out, plots = filepath.Join(dir, "PERFORMANCE.md"), filepath.Join(dir, m.Plots)
+		dir = t.TempDir()
+		out, plots, pages = filepath.Join(dir, "PERFORMANCE.md"), filepath.Join(dir, m.Plots), filepath.Join(dir, m.Pages)
+	} else if m.Pages != "" {
+		// Pages of sections that no longer have content must not stay.
+		old, _ := filepath.Glob(filepath.Join(m.Pages, "*.md"))
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	o := &reportOptions{Paths: m.Files, Format: "markdown", PlotFormat: "svg", Out: out, Plots: plots, Title: m.Title, Notes: m.Notes,
+	o := &reportOptions{Paths: m.Files, Format: "markdown", PlotFormat: "svg", Out: out, Plots: plots, Pages: pages, Title: m.Title, Notes: m.Notes,
 		Confidence: 0.95, MinEffect: 0.05, stderr: io.Discard}
 	if err := runReport(context.Background(), o, io.Discard); err != nil {
 		t.Fatalf("report: %v", err)
 	}
 	if !*updatePublished {
-		got, _ := os.ReadFile(out)
-		want, _ := os.ReadFile("PERFORMANCE.md")
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("PERFORMANCE.md drifted from the files docs/published.json names (-committed +generated); run %s:\n%s", fix, diff)
+		docs := []string{"PERFORMANCE.md"}
+		gen, _ := filepath.Glob(filepath.Join(dir, m.Pages, "*.md"))
+		committed, _ := filepath.Glob(filepath.Join(m.Pages, "*.md"))
+		for _, f := range gen {
+			docs = append(docs, filepath.Join(m.Pages, filepath.Base(f)))
+		}
+		for _, f := range committed {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("%s is committed but no longer generated; run %s", f, fix)
+			}
+		}
+		for _, f := range docs {
+			got, _ := os.ReadFile(filepath.Join(dir, f))
+			want, _ := os.ReadFile(f)
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s drifted from the files docs/published.json names (-committed +generated); run %s:\n%s", f, fix, diff)
+			}
 		}
 	}
 
@@ -93,9 +117,7 @@ func TestPublished(t *testing.T) {
 			continue
 		}
 		fmt.Fprintf(&sample, "From `%s` (`%s`):\n\n```\n", filepath.Base(c.File), provenance.CommandLine(c.Provenance.Args, filepath.Dir(c.File)))
-		if err := render.Write(&sample, render.Table, c.Summaries); err != nil {
-			t.Fatal(err)
-		}
+		sample.WriteString(publishedColdText(t, c.File, coldTextOptions{Confidence: 0.95, Warmup: true, MinEffect: 0.05}))
 		sample.WriteString("```\n")
 		break
 	}
