@@ -2,7 +2,10 @@ package main
 
 import (
 	"flag"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/coldstart-go/coldstart/internal/clidoc"
@@ -15,4 +18,23 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli from the cobr
 // `go test ./cmd/coldstart -run TestCLIReference -update-docs`.
 func TestCLIReference(t *testing.T) {
 	clidoc.Check(t, newRootCmd(), filepath.Join("..", "..", "docs", "cli"), *updateDocs)
+}
+
+// TestLayoutComplete keeps docs/layout.md naming every package of the
+// module, so a new package cannot land without its place in the layout.
+func TestLayoutComplete(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "github.com/coldstart-go/coldstart/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	layout, err := os.ReadFile(filepath.Join("..", "..", "docs", "layout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, "github.com/coldstart-go/coldstart/")
+		if !strings.Contains(string(layout), "`"+rel+"`") && !strings.Contains(string(layout), "`"+rel+"/`") {
+			t.Errorf("docs/layout.md does not name package %s (write it as `%s`)", rel, rel)
+		}
+	}
 }
