@@ -12,6 +12,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	results "github.com/coldstart-go/coldstart/record"
@@ -37,8 +38,10 @@ type ColdStart struct {
 	// PageCache is Cold to evict each arm's files before each start (""
 	// = Warm: as the previous start left them).
 	PageCache PageCache
-	// Progress gets one line per probe (nil = quiet); Log gets each spawned
-	// command line (-v).
+	// Progress gets each probe as it is taken, through progress.For: a
+	// line per probe, or a live bar when it is a progress.Terminal; the
+	// total is (Runs+1) × budgets × arms (nil = quiet). Log gets each
+	// spawned command line (-v).
 	Progress io.Writer
 	Log      io.Writer
 	// Confidence is the level of the medians' intervals (0 = 95%).
@@ -92,11 +95,15 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	}
 	defer procfs.Host.PinSelf(all) // leave this process as we found it
 
+	prog := progress.For(c.Progress)
+	prog.Start((c.Runs+1)*len(budgets)*len(c.Arms), "cold starts")
+	defer prog.Done() // before the caller prints results or the error
+
 	samples := map[key][]prober.Sample{}
 	failed := map[string]error{}
 	for run := 0; run <= c.Runs; run++ {
 		snap, nerr := noise.Host.Take()
-		for _, b := range budgets {
+		for bi, b := range budgets {
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
 				pcpus = budget.Complement(all, b.CPUs)
@@ -113,14 +120,15 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				if rerr := record(s); rerr != nil {
 					return nil, fmt.Errorf("record sample: %w", rerr)
 				}
-				if c.Progress != nil {
-					fmt.Fprintf(c.Progress, "run %d/%d  %-8s %-12s %s\n", run, c.Runs, a.Name, b, progressNote(s, err))
-				}
+				prog.Step(fmt.Sprintf("run %d/%d  %-8s %-12s %s", run, c.Runs, a.Name, b, progressNote(s, err)))
 				if err != nil {
 					if !c.KeepGoing || ctx.Err() != nil {
 						return nil, err
 					}
 					failed[a.Name] = err
+					// Its probes under the budgets after this one in
+					// this round, and in the rounds after, are not taken.
+					prog.Skip((c.Runs-run)*len(budgets) + len(budgets) - 1 - bi)
 					continue
 				}
 				if run > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/procfs"
+	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -24,8 +25,12 @@ type Density struct {
 	Transport Transport
 	Checker   prober.Checker
 	Wait      prober.WaitOptions
-	Progress  io.Writer
-	Log       io.Writer
+	// Progress gets each instance as it is ready, through progress.For: a
+	// line per instance, or a live bar when it is a progress.Terminal; the
+	// total is arms × Instances (nil = quiet). Log gets each spawned
+	// command line (-v).
+	Progress io.Writer
+	Log      io.Writer
 }
 
 // DensityRow is one arm's memory with Instances idle instances running
@@ -45,9 +50,12 @@ func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]D
 	if checker == nil {
 		checker = prober.Health{}
 	}
+	prog := progress.For(d.Progress)
+	prog.Start(len(d.Arms)*d.Instances, "instances ready")
+	defer prog.Done() // before the caller prints results or the error
 	var rows []DensityRow
 	for _, a := range d.Arms {
-		row, err := d.arm(ctx, a, checker, record)
+		row, err := d.arm(ctx, a, checker, prog, record)
 		if err != nil {
 			return rows, err
 		}
@@ -56,7 +64,7 @@ func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]D
 	return rows, nil
 }
 
-func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record func(DensitySample) error) (DensityRow, error) {
+func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog progress.Reporter, record func(DensitySample) error) (DensityRow, error) {
 	row := DensityRow{Arm: a.Name, Budget: d.Budget.String(), Instances: d.Instances, SizeBytes: a.SizeBytes}
 	var insts []launch.Instance
 	var cleanups []func()
@@ -95,9 +103,7 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, record 
 			}
 			return row, err
 		}
-		if d.Progress != nil {
-			fmt.Fprintf(d.Progress, "density %-8s instance %d/%d ready\n", a.Name, i+1, d.Instances)
-		}
+		prog.Step(fmt.Sprintf("density %-8s instance %d/%d ready", a.Name, i+1, d.Instances))
 	}
 	// Idle instances settle (the Go runtime returns start-up memory and
 	// background goroutines finish) before memory is read.
