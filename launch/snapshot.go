@@ -94,8 +94,7 @@ func (s *Snapshot) Check(ctx context.Context) error {
 
 // KdatCacheKept reports whether criu can keep its kernel-feature cache
 // (/run/criu.kdat) between runs: only when /run is a tmpfs. Without it every
-// criu run probes the kernel again (bench/criukdat measured ~25–45 ms per
-// restore on a busy 2-core machine).
+// criu run probes the kernel again, which bench/criukdat measures.
 func KdatCacheKept() bool {
 	var st unix.Statfs_t
 	return unix.Statfs("/run", &st) == nil && st.Type == unix.TMPFS_MAGIC

@@ -27,8 +27,8 @@ type serverOptions struct {
 	// the snapshot's warm-up calls.
 	StartFrom      string
 	SnapshotWarmup int
-	// Safety (issue 20): prebuilt images as arms, the probe's request
-	// kept out of what is written.
+	// Prebuilt images measured as arms, and whether the probe's
+	// request is a secret kept out of everything written.
 	Images        []string
 	SecretRequest bool
 }
@@ -93,6 +93,9 @@ func (o *serverOptions) validate() error {
 		return err
 	}
 	arms := append([]string(nil), o.Arms.Names...)
+	for _, b := range o.Bin.Named {
+		arms = append(arms, b.Name)
+	}
 	for _, ia := range images {
 		arms = append(arms, ia.Name)
 	}

@@ -352,11 +352,9 @@ type headerBlock struct {
 // server's decoder table holds go as one-byte indexes, the others as
 // literals that enter its table, so from the second call of a method on its
 // block is seven one-byte indexes the server looks up instead of strings
-// it decodes and allocates, as h2load's and grpc-go's blocks are (the
-// sample server allocated ~100 B less per call, 3.65 against 3.75 KB, in a
-// pair of steady runs; its CPU per call showed no difference in 15
-// interleaved rounds, results/20261201-122046_generators.jsonl: lower in
-// 9 and 7 of them at 1 and 32 in flight). A block that changed nothing in the table
+// it decodes and allocates, as h2load's and grpc-go's blocks are: never
+// indexed literals made the server decode and allocate every field on
+// every call. A block that changed nothing in the table
 // is kept in *hb and sent again while the table stays as it is, so a
 // method's calls encode nothing after the first.
 func (c *Conn) headerBlockLocked(path string, hb *headerBlock) []byte {

@@ -15,17 +15,14 @@ import (
 // (entersyscall), and entering one wakes the runtime's sysmon thread when
 // it sleeps, which it does whenever the generator's only P is idle: with
 // one call in flight that is every call, and each wake-up costs a futex
-// wake, a futex wait, ~0.6 nanosleep and 1.6 extra context switches on the
-// generator's CPU (perf stat, 2026-12-01: 6.9 system calls and 2.6
-// context switches per call against 5.1 and 1.0 with raw reads; h2load
-// makes 8 and 1). A raw read skips entersyscall, as the writes do (see
-// write), and waits on the netpoller when there is nothing to read.
+// wake, a futex wait and extra context switches on the generator's CPU. A
+// raw read skips entersyscall, as the writes do (see write), and waits on
+// the netpoller when there is nothing to read.
 //
 // With many calls in flight the P is rarely idle, so sysmon seldom sleeps
-// and the wake-ups cost little (0.09 futex per call at 32), while raw
-// reads there measured fewer calls/s than net.Conn's (7 of 8 rounds behind
-// h2load against 5 of 8, and results/20261201-093322_generators): the
-// reads stay as they were.
+// and the wake-ups cost little, while raw reads there served fewer calls/s
+// than net.Conn's: the reads stay as they were. The measurements are in
+// bench/README.md and docs/performance-notes.md.
 type source Conn
 
 func (s *source) Read(p []byte) (int, error) {
