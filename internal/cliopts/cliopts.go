@@ -21,6 +21,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/runas"
@@ -58,6 +59,7 @@ type Common struct {
 	tool       string    // "coldstart" or "steady": names notes and provenance
 	positional []string  // arguments before --
 	stderr     io.Writer // the command's error writer
+	errw       io.Writer // stderr as Errw gives it (progress.Auto), made once
 }
 
 // New returns the shared flags of tool's commands with their defaults:
@@ -117,7 +119,7 @@ func FlagError(_ *cobra.Command, err error) error {
 // SetArgs takes the command's error writer and splits its positional
 // arguments into PKG and the server's arguments after "--".
 func (c *Common) SetArgs(cmd *cobra.Command, args []string) {
-	c.stderr = cmd.ErrOrStderr()
+	c.stderr, c.errw = cmd.ErrOrStderr(), nil
 	c.Pkg, c.ServerArgs, c.positional = SplitArgs(cmd, args)
 }
 
@@ -177,14 +179,23 @@ func (c *Common) Sample() bool { return c.Pkg == "" && !c.Bin.Given() }
 
 // Errw is where notes, progress and command lines go: the command's error
 // writer (cmd.ErrOrStderr(), so tests can read it), stderr before SetArgs.
+// On a terminal it is a progress.Terminal in front of that writer, the
+// same one each call, so whatever is printed while a campaign's live bar
+// is drawn (notes, -v command lines, build lines) goes above the bar
+// rather than through it.
 func (c *Common) Errw() io.Writer {
-	if c.stderr == nil {
-		return os.Stderr
+	if c.errw == nil {
+		w := c.stderr
+		if w == nil {
+			w = os.Stderr
+		}
+		c.errw = progress.Auto(w)
 	}
-	return c.stderr
+	return c.errw
 }
 
-// Progress is where progress lines go: Errw, or nil under -q.
+// Progress is where progress goes: Errw, or nil under -q. Campaigns take
+// it through progress.For: a live bar on a terminal, else a line a step.
 func (c *Common) Progress() io.Writer {
 	if c.Quiet {
 		return nil
