@@ -24,14 +24,14 @@ var updatePublished = flag.Bool("update-published", false, "rewrite PERFORMANCE.
 // writes it): the results files PERFORMANCE.md and the README's sample
 // output are generated from, and how.
 type published struct {
-	Commit string   `json:"commit"`
-	Title  string   `json:"title"`
-	Notes  string   `json:"notes"`
-	Plots  string   `json:"plots"`
+	Commit string `json:"commit"`
+	Title  string `json:"title"`
+	Notes  string `json:"notes"`
+	Plots  string `json:"plots"`
 	// Pages is the directory of the report's detail pages, linked from
 	// PERFORMANCE.md.
-	Pages string `json:"pages"`
-	Files  []string `json:"files"`
+	Pages string   `json:"pages"`
+	Files []string `json:"files"`
 }
 
 // The README's generated blocks sit between these lines.
