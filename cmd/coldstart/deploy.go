@@ -4,17 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/knative"
 )
 
@@ -29,9 +33,14 @@ type deployOptions struct {
 	DryRun     bool
 	Delete     bool
 	Timeout    time.Duration
-	CPU        float64
-	Memory     string
-	Verbose    bool
+	// Budget is --budget: the pods' requests and limits (parsePodBudget).
+	Budget podBudget
+	// CPU and Memory are the deprecated --cpu and --memory, the same as
+	// --budget cores=CPU,mem=MEMORY.
+	CPU     float64
+	Memory  string
+	Verbose bool // print each API request
+	Quiet   bool // no progress lines
 	// Pkg and CacheDir are for --dry-run only: the image arm, when given
 	// no --image, is built locally from Pkg ("" = the sample server).
 	Pkg      string
@@ -52,16 +61,17 @@ func newDeployCmd(run func(context.Context, *deployOptions, io.Writer) error) *c
 		Short: "Deploy each arm's image as a Knative Service set up for scale-to-zero, or delete them",
 		Long: `deploy creates or updates one serving.knative.dev/v1 Service per arm (named coldstart-ARM),
 from the image of that arm by digest: gRPC port named h2c, the server on $PORT, CPU and
-memory requests and limits from --cpu and --memory, no service links, and autoscaling
+memory requests and limits from --budget, no service links, and autoscaling
 annotations that let each revision go to zero and come back promptly. It waits until
 each Service is Ready and prints its URL. --dry-run prints the manifests instead and
 touches no cluster or registry: there the image arm needs no --image, as it is built
 locally from PKG (default: the bundled sample server) and shown by its local digest,
 marked as not pushed. --delete removes the Services deploy created (labelled app.kubernetes.io/managed-by=coldstart).
-The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster account.`,
+The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster account.
+Progress goes to stderr (-q: none); -v also prints each API request.`,
 		Example: `  coldstart deploy --dry-run
   coldstart deploy --dry-run --image default=registry.example/echo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
-  coldstart deploy --namespace bench --image default=REPO@sha256:HEX --image upx=REPO@sha256:HEX --cpu 0.5 --memory 256Mi
+  coldstart deploy --namespace bench --image default=REPO@sha256:HEX --image upx=REPO@sha256:HEX --budget cores=0.5,mem=256Mi
   coldstart deploy --namespace bench --delete`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,9 +95,13 @@ The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-clust
 	f.StringVar(&o.CacheDir, "cache-dir", "", `--dry-run: build cache for the local image arm ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
 	f.BoolVar(&o.Delete, "delete", false, "delete the Services deploy created (only those labelled app.kubernetes.io/managed-by=coldstart)")
 	timeoutVar(f, &o.Timeout, "wait-timeout", "wait this long for all Services to be Ready (0 = do not wait)")
-	f.Float64Var(&o.CPU, "cpu", 0, "CPU request and limit in cores, e.g. 0.5 (0 = none)")
+	f.Var(&o.Budget, "budget", "the pods' CPU and memory requests and limits: one budget as run's --budget takes it, of which cores=N (0.5, 500m) and mem=SIZE (256Mi) apply, e.g. cores=0.5,mem=256Mi (max = none)")
+	f.Float64Var(&o.CPU, "cpu", 0, "CPU request and limit in cores (0 = none)")
 	f.StringVar(&o.Memory, "memory", "", "memory request and limit, e.g. 256Mi (\"\" = none)")
-	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print progress to stderr")
+	_ = f.MarkDeprecated("cpu", "use --budget cores=N")
+	_ = f.MarkDeprecated("memory", "use --budget mem=SIZE")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print each Kubernetes API request (method and URL) to stderr, and each command line of a --dry-run build")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr (results, notes and errors still)")
 
 	s := &o.Service
 	f.StringVar(&s.NamePrefix, "name-prefix", s.NamePrefix, "Service name prefix; the name is PREFIX+ARM")
@@ -102,6 +116,10 @@ The cluster comes from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-clust
 	f.BoolVar(&s.GRPCReadiness, "grpc-readiness", s.GRPCReadiness, "readiness probe is a gRPC health check on --port (false = Knative's TCP default)")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "KEY=VALUE on the revision template, overriding the above (repeat)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "delete")
+	cmd.MarkFlagsMutuallyExclusive("budget", "cpu")
+	cmd.MarkFlagsMutuallyExclusive("budget", "memory")
+	cmd.MarkFlagsMutuallyExclusive("verbose", "quiet")
+	cmd.SetFlagErrorFunc(cliopts.FlagError)
 	return cmd
 }
 
@@ -123,10 +141,13 @@ func (o *deployOptions) validate() error {
 	if o.Timeout < 0 {
 		return fmt.Errorf("--wait-timeout: %v, want 0 or a positive duration", o.Timeout)
 	}
+	b := o.Budget.Budget
 	if o.CPU < 0 {
 		return fmt.Errorf("--cpu: %v, want cores ≥ 0, e.g. 0.5", o.CPU)
 	}
-	b := budget.Budget{Cores: o.CPU}
+	if o.CPU > 0 {
+		b.Cores = o.CPU
+	}
 	if o.Memory != "" {
 		n, err := budget.ParseSize(o.Memory)
 		if err != nil {
@@ -192,6 +213,76 @@ func (o *deployOptions) validate() error {
 	return nil
 }
 
+// podBudget is deploy's --budget as a pflag.Value (parsePodBudget reads
+// it); the zero value is max, no requests or limits.
+type podBudget struct{ budget.Budget }
+
+func (p *podBudget) String() string { return p.Budget.String() }
+
+// Type names the flag's value in help text.
+func (p *podBudget) Type() string { return "budget" }
+
+// Set parses one budget; errors leave the flag's name to pflag.
+func (p *podBudget) Set(s string) error {
+	b, err := parsePodBudget(s)
+	if err != nil {
+		return err
+	}
+	p.Budget = b
+	return nil
+}
+
+// parsePodBudget reads deploy's --budget: one item of the budget grammar
+// the measuring commands' --budget takes (package budget), "max" for none,
+// else cores=N and mem=SIZE, comma-separated. cores= is read as Kubernetes
+// reads a CPU quantity (0.5, 500m: the grammar's forms), and unlike
+// budget.ParseOne it is not checked against this machine's CPUs: the pods
+// run on the cluster's nodes. cpus= has no Kubernetes equivalent here (the
+// static CPU manager pins whole cores on its own) and is refused.
+func parsePodBudget(s string) (budget.Budget, error) {
+	var b budget.Budget
+	s = strings.TrimSpace(s)
+	if s == "max" || s == "" {
+		return b, nil
+	}
+	if strings.Contains(s, ";") {
+		return b, fmt.Errorf("%q: deploy takes one budget, not a list", s)
+	}
+	seen := map[string]bool{}
+	for tok := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(tok), "=")
+		if !ok {
+			return b, fmt.Errorf("malformed item %q: want cores=N, mem=SIZE or max, e.g. cores=0.5,mem=256Mi", s)
+		}
+		if seen[k] {
+			return b, fmt.Errorf("%s given twice in %q", k, s)
+		}
+		seen[k] = true
+		switch k {
+		case "cores":
+			q, err := resource.ParseQuantity(v)
+			if err != nil || q.MilliValue() < 1 {
+				return b, fmt.Errorf("cores=%s in %q: want a CPU count of at least 1m, e.g. 0.5 or 500m", v, s)
+			}
+			b.Cores = float64(q.MilliValue()) / 1000
+		case "mem":
+			n, err := budget.ParseSize(v)
+			if err != nil {
+				return b, fmt.Errorf("%v in %q", err, s)
+			}
+			if n <= 0 {
+				return b, fmt.Errorf("memory limit %q in %q must be > 0", v, s)
+			}
+			b.MemBytes = n
+		case "cpus":
+			return b, fmt.Errorf("cpus= in %q: a CPU set has no Kubernetes equivalent here; give the pods a quota with cores=", s)
+		default:
+			return b, fmt.Errorf("unknown key %q in %q (known: cores=N, mem=SIZE, or max)", k, s)
+		}
+	}
+	return b, nil
+}
+
 // NotPushedRepo is the repository a dry run shows a locally built,
 // unpushed image under, before its digest. The .invalid domain (RFC 2606)
 // never resolves, so a manifest applied by mistake fails to pull rather
@@ -210,10 +301,7 @@ func (o *deployOptions) localImage(ctx context.Context) (builds.Artifact, error)
 		}
 		src = s
 	}
-	bo := builds.Options{CacheDir: o.CacheDir, Verbose: o.Verbose}
-	if o.Verbose {
-		bo.Progress = o.stderr
-	}
+	bo := builds.Options{CacheDir: o.CacheDir, Verbose: o.Verbose, Progress: o.progress()}
 	builds.SetImageOptions() // no push: a dry run touches no registry either
 	arts, errs := builds.BuildAll(ctx, src, []string{builds.ImageArm}, bo)
 	if errs[0] != nil {
@@ -285,14 +373,15 @@ func runDeploy(ctx context.Context, o *deployOptions, w io.Writer) error {
 	if o.Namespace != "" {
 		ns = o.Namespace
 	}
+	if o.Verbose {
+		tr := &apiTrace{w: o.stderr}
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return apiTraceTransport{tr, rt} })
+	}
 	c, err := knative.NewClients(cfg)
 	if err != nil {
 		return err
 	}
-	var log io.Writer
-	if o.Verbose {
-		log = o.stderr
-	}
+	log := o.progress()
 	if o.Delete {
 		names, err := knative.Delete(ctx, c, ns, o.Arms)
 		for _, n := range names {
@@ -309,6 +398,35 @@ func runDeploy(ctx context.Context, o *deployOptions, w io.Writer) error {
 		return err
 	}
 	return writeDeployed(w, out)
+}
+
+// progress is where progress lines go: stderr, or nowhere under -q.
+func (o *deployOptions) progress() io.Writer {
+	if o.Quiet {
+		return nil
+	}
+	return o.stderr
+}
+
+// apiTrace writes "+ METHOD URL" for each Kubernetes API request under
+// -v, as the measuring commands' -v prints each spawned command line: what
+// deploy asked of the cluster, in order. Client-go sends from several
+// goroutines (requests and watches), so writes are serialized.
+type apiTrace struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+type apiTraceTransport struct {
+	t  *apiTrace
+	rt http.RoundTripper
+}
+
+func (a apiTraceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	a.t.mu.Lock()
+	fmt.Fprintf(a.t.w, "+ %s %s\n", r.Method, r.URL.Redacted())
+	a.t.mu.Unlock()
+	return a.rt.RoundTrip(r)
 }
 
 func writeDeployed(w io.Writer, ds []knative.Deployed) error {

@@ -46,7 +46,7 @@ func TestDeployFlags(t *testing.T) {
 		check   func(t *testing.T, o *deployOptions)
 		wantErr string
 	}{
-		{name: "arms from images, sorted", args: []string{"--image", "upx=" + img, "--image", "default=" + img, "--cpu", "0.5", "--memory", "256Mi"},
+		{name: "arms from images, sorted", args: []string{"--image", "upx=" + img, "--image", "default=" + img, "--budget", "cores=0.5,mem=256Mi"},
 			arms: []knative.Arm{
 				{Name: "default", Image: img, Budget: budget.Budget{Cores: 0.5, MemBytes: 256 << 20}},
 				{Name: "upx", Image: img, Budget: budget.Budget{Cores: 0.5, MemBytes: 256 << 20}},
@@ -56,6 +56,20 @@ func TestDeployFlags(t *testing.T) {
 					t.Errorf("defaults: initial scale %d, timeout %v", o.Service.InitialScale, o.Timeout)
 				}
 			}},
+		{name: "deprecated --cpu and --memory: the same budget", args: []string{"--image", "default=" + img, "--cpu", "0.5", "--memory", "256Mi"},
+			arms: []knative.Arm{{Name: "default", Image: img, Budget: budget.Budget{Cores: 0.5, MemBytes: 256 << 20}}}},
+		{name: "millicores, more than this machine has", args: []string{"--image", "default=" + img, "--budget", "cores=64000m"},
+			arms: []knative.Arm{{Name: "default", Image: img, Budget: budget.Budget{Cores: 64}}}},
+		{name: "budget max: no requests or limits", args: []string{"--image", "default=" + img, "--budget", "max"},
+			arms: []knative.Arm{{Name: "default", Image: img}}},
+		{name: "budget: CPU set", args: []string{"--image", "default=" + img, "--budget", "cpus=0,cores=1"}, wantErr: `--budget: cpus= in "cpus=0,cores=1": a CPU set has no Kubernetes equivalent`},
+		{name: "budget: a list", args: []string{"--image", "default=" + img, "--budget", "cores=1;max"}, wantErr: `--budget: "cores=1;max": deploy takes one budget`},
+		{name: "budget: unknown key", args: []string{"--image", "default=" + img, "--budget", "gpus=1"}, wantErr: `--budget: unknown key "gpus"`},
+		{name: "budget: zero cores", args: []string{"--image", "default=" + img, "--budget", "cores=0"}, wantErr: `--budget: cores=0 in "cores=0": want a CPU count of at least 1m`},
+		{name: "budget: bad size", args: []string{"--image", "default=" + img, "--budget", "mem=lots"}, wantErr: `--budget: `},
+		{name: "budget: key twice", args: []string{"--image", "default=" + img, "--budget", "mem=1Gi,mem=2Gi"}, wantErr: `--budget: mem given twice`},
+		{name: "--budget and --cpu", args: []string{"--image", "default=" + img, "--budget", "cores=1", "--cpu", "1"}, wantErr: "[budget cpu] were all set"},
+		{name: "-v and -q", args: []string{"--image", "default=" + img, "-v", "-q"}, wantErr: "[quiet verbose] were all set"},
 		{name: "--arms picks", args: []string{"--image", "upx=" + img, "--image", "default=" + img, "--arms", "upx"},
 			arms: []knative.Arm{{Name: "upx", Image: img}}},
 		{name: "overrides", args: []string{"--image", "default=" + img, "--initial-scale", "0", "--window", "10s",
@@ -116,14 +130,14 @@ func TestDeployDryRun(t *testing.T) {
 	cmd := newDeployCmd(runDeploy)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--dry-run", "--namespace", "bench", "--image", "default=" + img, "--image", "upx=" + img, "--cpu", "1"})
+	cmd.SetArgs([]string{"--dry-run", "--namespace", "bench", "--image", "default=" + img, "--image", "upx=" + img, "--budget", "cores=500m,mem=256Mi"})
 	t.Setenv("KUBECONFIG", "/nonexistent") // --dry-run must not need a cluster
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	y := out.String()
 	for _, want := range []string{"name: coldstart-default", "namespace: bench", "name: coldstart-upx", "name: h2c",
-		"enableServiceLinks: false", "cpu: \"1\"", "autoscaling.knative.dev/min-scale: \"0\"", "\n---\n"} {
+		"enableServiceLinks: false", "cpu: 500m", "memory: 256Mi", "autoscaling.knative.dev/min-scale: \"0\"", "\n---\n"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, y)
 		}
@@ -224,13 +238,15 @@ func TestDeployOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := "r.example/echo@" + digest
+	var stderr string // the last deploy's
 	deploy := func(args ...string) (string, error) {
 		cmd := newDeployCmd(runDeploy)
-		var buf bytes.Buffer
+		var buf, errw bytes.Buffer
 		cmd.SetOut(&buf)
-		cmd.SetErr(io.Discard)
+		cmd.SetErr(&errw)
 		cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig, "--namespace", "bench"}, args...))
 		err := cmd.ExecuteContext(ctx)
+		stderr = errw.String()
 		return buf.String(), err
 	}
 	names := func() []string {
@@ -252,9 +268,17 @@ func TestDeployOnAPIServer(t *testing.T) {
 	if !strings.Contains(got, "bench/coldstart-default  true") || !strings.Contains(got, "bench/coldstart-upx      true") {
 		t.Errorf("first deploy printed:\n%s", got)
 	}
-	got, err = deploy("--wait-timeout", "0", "--window", "30s", "--image", "default="+img, "--image", "upx="+img)
+	// Progress by default; -v adds each API request.
+	if !strings.Contains(stderr, "created service bench/coldstart-default\n") || strings.Contains(stderr, "+ ") {
+		t.Errorf("deploy without -v: stderr %q, want progress (created service ...) and no API requests", stderr)
+	}
+	got, err = deploy("-v", "--wait-timeout", "0", "--window", "30s", "--image", "default="+img, "--image", "upx="+img)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := "+ PUT " + strings.TrimSuffix(env.Config.Host, "/") + "/apis/serving.knative.dev/v1/namespaces/bench/services/coldstart-default"; !strings.Contains(stderr, want) ||
+		!strings.Contains(stderr, "updated service bench/coldstart-default\n") {
+		t.Errorf("deploy -v: stderr %q, want progress and %q", stderr, want)
 	}
 	if !strings.Contains(got, "bench/coldstart-default  false") {
 		t.Errorf("second deploy printed (want updates):\n%s", got)
@@ -270,9 +294,12 @@ func TestDeployOnAPIServer(t *testing.T) {
 		t.Errorf("deploy with no controller = %v, want %v", err, knative.ErrNotReady)
 	}
 
-	got, err = deploy("--delete")
+	got, err = deploy("-q", "--delete")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stderr != "" {
+		t.Errorf("deploy -q --delete: stderr %q, want nothing", stderr)
 	}
 	if want := "deleted bench/coldstart-default\ndeleted bench/coldstart-upx\n"; got != want {
 		t.Errorf("--delete printed %q, want %q", got, want)
