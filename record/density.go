@@ -1,5 +1,11 @@
 package record
 
+import (
+	"slices"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
+
 // DensityRow is one arm's memory with Instances idle instances running.
 // PSS divides shared pages among the processes sharing them, so it is what
 // one more instance really costs; RSS counts shared pages in full.
@@ -21,6 +27,10 @@ type DensityRow struct {
 	TotalPSSBytes int64 `json:"total_pss_bytes" render:"bytes"`
 	TotalRSSBytes int64 `json:"total_rss_bytes" render:"bytes"`
 	SizeBytes     int64 `json:"size_bytes" render:"bytes"`
+	// VsBaseline sets PSS per instance against the baseline arm's under
+	// the same budget (CompareDensity): lower or higher, as memory is
+	// neither faster nor slower.
+	VsBaseline
 }
 
 // DensitySample is one instance's memory, a raw row.
@@ -32,4 +42,38 @@ type DensitySample struct {
 	RSSBytes     int64  `json:"rss_bytes"`
 	PSSBytes     int64  `json:"pss_bytes"`
 	PSSAnonBytes int64  `json:"pss_anon_bytes"`
+}
+
+// CompareDensity fills each row's VsBaseline on idle PSS per instance:
+// every arm's instances (samples, one per instance) against the
+// baseline's under the same budget, the baseline chosen by ChooseBaseline
+// over the rows' arms in order. It returns the baseline chosen.
+func CompareDensity(rows []DensityRow, samples []DensitySample, want string, confidence, minEffect float64) string {
+	var arms []string
+	for _, r := range rows {
+		if !slices.Contains(arms, r.Arm) {
+			arms = append(arms, r.Arm)
+		}
+	}
+	base := ChooseBaseline(arms, want)
+	pss := map[[2]string][]float64{}
+	for _, s := range samples {
+		if s.PSSBytes > 0 {
+			k := [2]string{s.Arm, s.Budget}
+			pss[k] = append(pss[k], float64(s.PSSBytes))
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		xa, xb := pss[[2]string{r.Arm, r.Budget}], pss[[2]string{base, r.Budget}]
+		switch {
+		case r.Arm == base:
+			r.VsBaseline = VsBaseline{Baseline: base, Verdict: VerdictBaseline}
+		case len(xa) == 0 || len(xb) == 0:
+			r.VsBaseline = VsBaseline{}
+		default:
+			r.VsBaseline = NewVsBaseline(base, xa, xb, stats.Neutral, confidence, minEffect)
+		}
+	}
+	return base
 }

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // densityOptions are coldstart density's flags.
@@ -77,9 +82,49 @@ func runDensity(ctx context.Context, o *densityOptions, w io.Writer) error {
 		Arms: built.Arms, Budget: o.Budgets.Budgets[0], Instances: o.Instances, Transport: campaign.Transport(o.Transport),
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, Progress: o.Progress(), Log: o.Log(),
 	}
-	rows, err := d.Run(ctx, func(s campaign.DensitySample) error { return rf.Add("density_sample", s) })
+	var samples []campaign.DensitySample
+	rows, err := d.Run(ctx, func(s campaign.DensitySample) error {
+		samples = append(samples, s)
+		return rf.Add("density_sample", s)
+	})
+	base := record.CompareDensity(rows, samples, o.Baseline, stats.DefaultConfidence, stats.DefaultMinEffect)
 	if rerr := cliopts.AddAll(rf, "density", rows); rerr != nil && err == nil {
 		err = rerr
 	}
-	return rf.End(w, cliopts.Rows(o.Output, rows), err, built)
+	return rf.End(w, densityRows(o.Output, rows, base), err, built)
+}
+
+// densityRows prints the rows in the -o format: at a terminal (-o table)
+// the narrow table writeDensityText writes; json, csv and markdown keep
+// every field.
+func densityRows(f render.Format, rows []campaign.DensityRow, base string) func(io.Writer) error {
+	if f != render.Table {
+		return cliopts.Rows(f, rows)
+	}
+	return func(w io.Writer) error { return writeDensityText(w, rows, base) }
+}
+
+// writeDensityText writes density's rows as a person reads them at a
+// terminal: a line of what every row shares (instances, budget,
+// baseline), then a table of each arm's memory per instance (median PSS,
+// its ratio to the baseline's with the interval and verdict, anonymous
+// PSS, RSS), the totals over its instances and the binary's size. The
+// names carry no units; every figure is MiB.
+func writeDensityText(w io.Writer, rows []campaign.DensityRow, base string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	head := fmt.Sprintf("%d idle instances per arm; budget %s; per instance: median PSS, anonymous PSS, RSS", rows[0].Instances, rows[0].Budget)
+	if base != "" {
+		head += "; baseline " + base
+	}
+	fmt.Fprintln(w, wrap(head, textWidth, "  "))
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join([]string{"arm", "PSS", cliopts.VsHeader(base), "anon", "RSS", "total PSS", "total RSS", "size"}, "\t"))
+	for _, r := range rows {
+		cells := []string{r.Arm, mibText(r.PSSBytes), cliopts.VsText(r.VsBaseline, fmt.Sprintf("(no CI: %d instances)", r.N)), mibText(r.PSSAnonBytes), mibText(r.RSSBytes), mibText(r.TotalPSSBytes), mibText(r.TotalRSSBytes), mibText(r.SizeBytes)}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
 }

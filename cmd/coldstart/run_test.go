@@ -133,6 +133,9 @@ func TestDensityFlags(t *testing.T) {
 		{name: "zero instances", args: []string{"--instances", "0"}, wantErr: "--instances: 0, want at least 1"},
 		{name: "two budgets", args: []string{"--budget", "max;cpus=0"}, wantErr: "--budget: max;cpus=0 is 2 budgets; density runs every instance under one"},
 		{name: "fixed addr", args: []string{"--addr", "127.0.0.1:9000"}, wantErr: "--addr"},
+		{name: "baseline", args: []string{"--arms", "static,upx", "--baseline", "upx"}, want: 8},
+		{name: "baseline not measured", args: []string{"--arms", "static,upx", "--baseline", "default"}, wantErr: `--baseline: "default" is not measured (arms: static, upx)`},
+		{name: "baseline a named binary", args: []string{"--bin", "api=/bin/true", "--bin", "old=/bin/true", "--baseline", "old"}, want: 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/coldstart-go/coldstart/campaign"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
@@ -132,28 +133,9 @@ func medianCell(s campaign.Summary) string {
 }
 
 // vsCell is "0.956× [0.86, 1.01] ~", "24.8× [23.3, 25.6] slower",
-// "baseline", or "–" when nothing was compared.
-func vsCell(v record.VsBaseline) string {
-	switch {
-	case v.Verdict == record.VerdictBaseline:
-		return "baseline"
-	case v.Ratio == nil:
-		return "–"
-	}
-	iv := "[no CI]"
-	if v.CILow != nil && v.CIHigh != nil {
-		iv = fmt.Sprintf("[%s, %s]", ratioNum(*v.CILow), ratioNum(*v.CIHigh))
-	}
-	return fmt.Sprintf("%s× %s %s", ratioNum(*v.Ratio), iv, shortVerdict(v.Verdict))
-}
-
-// shortVerdict writes "no difference detected" as benchstat does: "~".
-func shortVerdict(v string) string {
-	if v == string(stats.NoDifference) {
-		return "~"
-	}
-	return v
-}
+// "baseline", or "–" when nothing was compared (cliopts.VsText, as every
+// command's "vs BASE" column).
+func vsCell(v record.VsBaseline) string { return cliopts.VsText(v, "") }
 
 // verdictLine says, for one budget, how each arm compares with the
 // baseline: "cores=0.5: static 1.18× [1.13, 1.27] faster than default
