@@ -178,7 +178,7 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 				return merr
 			}
 		}
-		fmt.Fprintf(cfg.Log, "steady: %s round %d/%d done\n", st, r+1, cfg.Rounds)
+		cfg.reportStep(fmt.Sprintf("steady: %s round %d/%d done", st, r+1, cfg.Rounds))
 	}
 	return nil
 }

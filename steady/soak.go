@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/coldstart-go/coldstart/internal/progress"
 )
 
 // SoakStep is the scenario of soak rows.
@@ -32,6 +34,14 @@ func RunSoak(ctx context.Context, cfg Config, record func(SoakRow) error, summar
 	if p != nil {
 		defer p.release()
 	}
+	// Each server's soak reports its intervals, the total known up front.
+	servers := len(cfg.Budgets) * len(cfg.Arms)
+	if cfg.Target != nil {
+		servers = 1
+	}
+	cfg.progress = progress.For(cfg.Log)
+	cfg.progress.Start(servers*soakIntervals(cfg), "soak intervals")
+	defer cfg.progress.Done() // before the caller prints results or the error
 	soak := func(s *server) error { return soakServer(ctx, cfg, s, record, summary) }
 	if cfg.Target != nil {
 		s, err := attachTarget(ctx, cfg, *cfg.Target)
@@ -68,7 +78,7 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 
 	var rows []SoakRow
 	start := time.Now()
-	n := int((cfg.Soak + cfg.SoakInterval - 1) / cfg.SoakInterval)
+	n := soakIntervals(cfg)
 	pr, err := prepareStep(ctx, cfg, s, st)
 	if err != nil {
 		return err
@@ -78,6 +88,7 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 	for i := 1; i <= n; i++ {
 		w := min(cfg.SoakInterval, cfg.Soak-time.Since(start))
 		if w < cfg.SoakInterval/2 && i > 1 {
+			cfg.skipSteps(n - i + 1)
 			break // the rest is too short to be a comparable row
 		}
 		wc := cfg
@@ -86,7 +97,7 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 			r.Scenario = SoakStep
 			sr := SoakRow{SteadyRow: r, Interval: i, AtSeconds: time.Since(start).Seconds()}
 			rows = append(rows, sr)
-			fmt.Fprintf(cfg.Log, "steady: %s soak %d/%d: %.0f calls/s p99 %.0f µs errors %d rss %s\n", s.arm, i, n, r.CallsPerS, r.P99Us, r.Errors, rssText(r.RSSBytes))
+			cfg.reportStep(fmt.Sprintf("steady: %s soak %d/%d: %.0f calls/s p99 %.0f µs errors %d rss %s", s.arm, i, n, r.CallsPerS, r.P99Us, r.Errors, rssText(r.RSSBytes)))
 			return record(sr)
 		})
 		if err != nil {
@@ -99,6 +110,12 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 		}
 	}
 	return err
+}
+
+// soakIntervals is how many windows one server's soak is cut into: the
+// last may end the soak early, too short to compare.
+func soakIntervals(cfg Config) int {
+	return int((cfg.Soak + cfg.SoakInterval - 1) / cfg.SoakInterval)
 }
 
 func rssText(p *int64) string {

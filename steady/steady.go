@@ -16,6 +16,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/leftovers"
+	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
@@ -144,9 +145,52 @@ type Config struct {
 	// Launcher starts the servers (nil = launch.Process{}).
 	Launcher launch.Launcher
 	// Log gets progress lines and spawned command lines (nil = quiet).
+	// The lines that count progress (each round of a step, each soak
+	// interval) go through progress.For: a line each, or a live bar when
+	// Log is a progress.Terminal; other lines print as they are (above a
+	// live bar).
 	Log io.Writer
 	// Verbose also logs spawned command lines.
 	Verbose bool
+
+	progress progress.Reporter // Run's and RunSoak's, for the steps they count
+}
+
+// reportStep reports one counted step, line saying which, to the run's
+// progress (as a line to Log when it has none).
+func (c Config) reportStep(line string) {
+	if c.progress == nil {
+		fmt.Fprintln(c.Log, line)
+		return
+	}
+	c.progress.Step(line)
+}
+
+// skipSteps takes n steps that will not be taken off the run's progress.
+func (c Config) skipSteps(n int) {
+	if c.progress != nil {
+		c.progress.Skip(n)
+	}
+}
+
+// roundLines is how many rounds Run reports: every round of every step
+// measured in rounds, per protocol and payload, under each budget (one
+// when loading a target). Ramps, which search rather than run rounds,
+// are not counted.
+func roundLines(cfg Config) int {
+	n := 0
+	for _, proto := range cfg.Protocols {
+		for _, st := range steps(cfg, proto) {
+			if st.scenario != Ramp {
+				n += cfg.Rounds
+			}
+		}
+	}
+	n *= len(cfg.Payloads)
+	if cfg.Target == nil {
+		n *= len(cfg.Budgets)
+	}
+	return n
 }
 
 func (c Config) withDefaults() Config {
@@ -347,6 +391,9 @@ func Run(ctx context.Context, cfg Config, record func(Row) error) error {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(len(cfg.GeneratorCPUs)))
 		defer p.release()
 	}
+	cfg.progress = progress.For(cfg.Log)
+	cfg.progress.Start(roundLines(cfg), "steady rounds")
+	defer cfg.progress.Done() // before the caller prints results or the error
 	if cfg.Target != nil {
 		s, err := attachTarget(ctx, cfg, *cfg.Target)
 		if err != nil {
