@@ -6,8 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/coldstart-go/coldstart/internal/atomicfile"
 	"github.com/coldstart-go/coldstart/internal/stats"
@@ -18,7 +21,7 @@ import (
 type reportOptions struct {
 	// Paths are results files or directories of them.
 	Paths []string
-	// Format is markdown or benchstat.
+	// Format is markdown, html, json or benchstat.
 	Format string
 	// Out is the file to write ("" = stdout).
 	Out string
@@ -37,6 +40,12 @@ type reportOptions struct {
 	Confidence float64
 	// MinEffect is the smallest relative difference recommended on.
 	MinEffect float64
+	// Pages is a directory for the detail sections, one page each,
+	// linked from Out ("" = all in one document).
+	Pages string
+	// Baseline is the arm every other arm is compared against ("" =
+	// report.DefaultBaseline where measured, else each table's first arm).
+	Baseline string
 	// Compare: the paths are campaigns to compare with each other; files
 	// of different schemas are an error rather than skipped.
 	Compare bool
@@ -49,7 +58,7 @@ func newReportCmd(run func(context.Context, *reportOptions, io.Writer) error) *c
 		Confidence: stats.DefaultConfidence, MinEffect: stats.DefaultMinEffect}
 	cmd := &cobra.Command{
 		Use:   "report [flags] [FILE.jsonl... | DIR...]",
-		Short: "Turn results files into a dated Markdown report with plots and recommendations, or benchstat text",
+		Short: "Turn results files into a dated Markdown or HTML report with plots and recommendations, or benchstat text",
 		Long: `report reads the results files of coldstart run, coldstart density and steady run (local or
 on Knative; default: results/*.jsonl) and writes Markdown: recommendations derived from the
 figures, each citing its rows; per campaign a table with a dated provenance line under it
@@ -59,13 +68,16 @@ benchmark format instead, one line per cold start, so that benchstat old.txt new
 compares two campaigns. Every comparison (two arms, two budgets, gRPC vs HTTP, two
 campaigns) states a/b with its interval, the Mann–Whitney p-value and a verdict (faster,
 slower, no difference detected); -o json writes them as rows. Recommendations rest only on
-differences that are significant and at least --min-effect. Lines it cannot use (truncated, hand-edited, another schema) are
+differences that are significant and at least --min-effect. -o html writes the same report
+as one self-contained HTML file (plots inline as SVG, nothing fetched when opened), the
+Decision first. Lines it cannot use (truncated, hand-edited, another schema) are
 named file:line on stderr and in the report, and the rest is reported.`,
 		Example: `  coldstart report
   coldstart report --out PERFORMANCE.md --title Performance results/
   coldstart report --headline results/ > headline.md
   coldstart report -o benchstat results/20261130-030000_coldstart.jsonl > new.txt
-  coldstart report -o json --confidence 0.99 results/
+  coldstart report -o html --out report.html results/
+  coldstart report -o json --confidence 0.99 --baseline static results/
   coldstart report --compare results/20261130-035158_coldstart.jsonl results/20261201-050000_coldstart.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Paths = args
@@ -80,15 +92,17 @@ named file:line on stderr and in the report, and the rest is reported.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Format, "output", "o", o.Format, "output format: markdown, json (the comparisons) or benchstat")
+	f.StringVarP(&o.Format, "output", "o", o.Format, "output format: markdown, html (one self-contained file: give --out or redirect stdout), json (the comparisons) or benchstat")
 	f.StringVar(&o.Out, "out", "", "write to this file, atomically (\"\" = stdout)")
 	f.StringVar(&o.Plots, "plots", "", "directory for the plots, linked from the Markdown (\"\" = plots/ beside --out, none on stdout; - = no plots)")
 	f.StringVar(&o.PlotFormat, "plot-format", o.PlotFormat, "image format of the plots: svg or png")
-	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown document")
+	f.StringVar(&o.Title, "title", o.Title, "heading of the Markdown or HTML document (and the HTML page's title)")
 	f.StringVar(&o.Notes, "notes", "", "a Markdown file of the campaign's own notes (what you doubt, what you saw), placed before the recommendations (\"\" = none)")
 	f.BoolVar(&o.Headline, "headline", false, "write only the cold-start tables and the recommendations, for a README to quote (no plots)")
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of every interval, between 0 and 1 (tests are significant at 1 − this)")
 	f.Float64Var(&o.MinEffect, "min-effect", o.MinEffect, "smallest relative difference a recommendation acts on (0.05 = 5%)")
+	f.StringVar(&o.Pages, "pages", "", "write the detail sections (every table per campaign, the comparisons, the checks) as Markdown pages in this directory, linked from --out, which keeps the decision, verdict plots, headline tables and recommendations (\"\" = one document)")
+	f.StringVar(&o.Baseline, "baseline", "", "arm every other arm is compared against; must be one the results measured (\"\" = "+report.DefaultBaseline+" where measured, else each table's first arm)")
 	f.BoolVar(&o.Compare, "compare", false, "compare the campaigns given with each other; a file of another schema is an error, not skipped")
 	return cmd
 }
@@ -100,11 +114,25 @@ func (o *reportOptions) validate() error {
 	if !(o.MinEffect >= 0 && o.MinEffect < 10) {
 		return fmt.Errorf("--min-effect: %v: want a relative difference such as 0.05 for 5%%", o.MinEffect)
 	}
+	if o.Pages != "" && (o.Out == "" || o.Format != "markdown" || o.Headline) {
+		return fmt.Errorf("--pages: goes with -o markdown and --out FILE (the pages are linked from FILE)")
+	}
 	if o.Compare && len(o.Paths) < 2 {
 		return fmt.Errorf("--compare: name at least two results files, got %d", len(o.Paths))
 	}
 	switch o.Format {
 	case "markdown", "json":
+	case "html":
+		// The HTML file carries its plots inside it, drawn as SVG.
+		if o.Plots != "" && o.Plots != "-" {
+			return fmt.Errorf("--plots: -o html inlines its plots; give --plots - for none, or -o markdown for a plots directory")
+		}
+		if o.PlotFormat != "svg" {
+			return fmt.Errorf("--plot-format: -o html inlines its plots as svg, not %s", o.PlotFormat)
+		}
+		if o.Headline {
+			return fmt.Errorf("--headline: goes with -o markdown, not -o html")
+		}
 	case "benchstat":
 		if o.Plots != "" && o.Plots != "-" {
 			return fmt.Errorf("--plots: plots go with -o markdown, not -o benchstat")
@@ -113,7 +141,7 @@ func (o *reportOptions) validate() error {
 			return fmt.Errorf("--headline: goes with -o markdown, not -o benchstat")
 		}
 	default:
-		return fmt.Errorf("--output: unknown format %q (known: markdown, json, benchstat)", o.Format)
+		return fmt.Errorf("--output: unknown format %q (known: markdown, html, json, benchstat)", o.Format)
 	}
 	if o.PlotFormat != "svg" && o.PlotFormat != "png" {
 		return fmt.Errorf("--plot-format: unknown format %q (known: svg, png)", o.PlotFormat)
@@ -139,15 +167,33 @@ func (o *reportOptions) plotsDir() string {
 	return ""
 }
 
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// A page of HTML and inline SVG is no use on a terminal; to a pipe or
+	// a file it is what was asked for.
+	if o.Format == "html" && o.Out == "" && isTerminal(w) {
+		return fmt.Errorf("-o html: not writing HTML to a terminal: give --out FILE, or redirect stdout (> report.html)")
 	}
 	r, err := report.Load(o.Paths...)
 	if err != nil {
 		return err
 	}
 	r.Confidence, r.MinEffect = o.Confidence, o.MinEffect
+	if o.Baseline != "" {
+		arms := r.Arms()
+		if !slices.Contains(arms, o.Baseline) {
+			return fmt.Errorf("--baseline: %q was not measured (measured: %s)", o.Baseline, strings.Join(arms, ", "))
+		}
+		r.Baseline = o.Baseline
+	}
 	for _, warn := range r.Warnings {
 		if o.Compare && warn.Schema != "" {
 			return fmt.Errorf("--compare %s: schema %q, want %q as the other campaigns: campaigns of different schemas cannot be compared", warn.File, warn.Schema, report.Schema)
@@ -167,14 +213,18 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		if o.Headline {
 			return r.Headline(w)
 		}
-		mo := report.MarkdownOptions{Title: o.Title}
+		var notes string
 		if o.Notes != "" {
 			b, err := os.ReadFile(o.Notes)
 			if err != nil {
 				return fmt.Errorf("--notes: %w", err)
 			}
-			mo.Notes = string(b)
+			notes = string(b)
 		}
+		if o.Format == "html" {
+			return r.HTML(w, report.HTMLOptions{Title: o.Title, Notes: notes, NoPlots: o.Plots == "-"})
+		}
+		mo := report.MarkdownOptions{Title: o.Title, Notes: notes}
 		if dir := o.plotsDir(); dir != "" {
 			if mo.Plots, err = r.PlotsAs(dir, o.PlotFormat); err != nil {
 				return err
@@ -187,6 +237,22 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 			}
 			if mo.PlotsRel, err = relDir(base, dir); err != nil {
 				return err
+			}
+		}
+		if o.Pages != "" {
+			mo.PagesDir = o.Pages
+			if mo.PagesRel, err = relDir(filepath.Dir(o.Out), o.Pages); err != nil {
+				return err
+			}
+			back, err := relDir(o.Pages, filepath.Dir(o.Out))
+			if err != nil {
+				return err
+			}
+			mo.PagesBack = filepath.Join(back, filepath.Base(o.Out))
+			if mo.Plots != nil {
+				if mo.PagesPlotsRel, err = relDir(o.Pages, o.plotsDir()); err != nil {
+					return err
+				}
 			}
 		}
 		return r.Markdown(w, mo)

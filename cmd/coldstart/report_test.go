@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -42,7 +43,14 @@ func TestReportFlags(t *testing.T) {
 		{name: "headline", args: []string{"--headline"},
 			want: withStats(reportOptions{Paths: []string{"results"}, Format: "markdown", PlotFormat: "svg", Title: "coldstart report", Headline: true})},
 		{name: "headline with benchstat", args: []string{"--headline", "-o", "benchstat"}, wantErr: "--headline: goes with -o markdown"},
-		{name: "unknown format", args: []string{"-o", "html"}, wantErr: `--output: unknown format "html" (known: markdown, json, benchstat)`},
+		{name: "unknown format", args: []string{"-o", "pdf"}, wantErr: `--output: unknown format "pdf" (known: markdown, html, json, benchstat)`},
+		{name: "html", args: []string{"-o", "html", "--out", "report.html", "--baseline", "static"},
+			want: withStats(reportOptions{Paths: []string{"results"}, Format: "html", PlotFormat: "svg", Out: "report.html", Title: "coldstart report", Baseline: "static"})},
+		{name: "html without plots", args: []string{"-o", "html", "--plots", "-"},
+			want: withStats(reportOptions{Paths: []string{"results"}, Format: "html", PlotFormat: "svg", Plots: "-", Title: "coldstart report"})},
+		{name: "html with plots dir", args: []string{"-o", "html", "--plots", "docs/img"}, wantErr: "--plots: -o html inlines its plots; give --plots - for none, or -o markdown for a plots directory"},
+		{name: "html with png", args: []string{"-o", "html", "--plot-format", "png"}, wantErr: "--plot-format: -o html inlines its plots as svg, not png"},
+		{name: "html headline", args: []string{"-o", "html", "--headline"}, wantErr: "--headline: goes with -o markdown, not -o html"},
 		{name: "json at 99%", args: []string{"-o", "json", "--confidence", "0.99", "--min-effect", "0.1"},
 			want: reportOptions{Paths: []string{"results"}, Format: "json", PlotFormat: "svg", Title: "coldstart report", Confidence: 0.99, MinEffect: 0.1}},
 		{name: "confidence as percent", args: []string{"--confidence", "95"}, wantErr: "--confidence: 95: confidence level must be between 0 and 1"},
@@ -140,5 +148,88 @@ func TestReportJSON(t *testing.T) {
 	err := runReport(context.Background(), o, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--compare "+other+`: schema "coldstart/v2"`) {
 		t.Errorf("runReport(--compare, other schema) = %v, want an error naming %s and its schema", err, other)
+	}
+}
+
+// TestReportHTML: -o html writes one page with its plots inline to --out
+// or to a stdout that is not a terminal, and refuses a terminal.
+func TestReportHTML(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.html")
+	o := &reportOptions{Paths: []string{"../../report/testdata"}, Format: "html", PlotFormat: "svg", Out: out, Title: "Page", Confidence: 0.95, MinEffect: 0.05, stderr: io.Discard}
+	if err := runReport(context.Background(), o, io.Discard); err != nil {
+		t.Fatalf("runReport(-o html --out) = %v", err)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "<title>Page</title>", `<figure class="plot"`, "<svg", "</html>"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("%s lacks %s", out, want)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 1 {
+		t.Errorf("-o html --out left %v, want the one file", left)
+	}
+
+	// A pipe is not a terminal: the page goes to it.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte)
+	go func() { b, _ := io.ReadAll(pr); read <- b }()
+	o = &reportOptions{Paths: []string{"../../report/testdata/20261130-030000_coldstart.jsonl"}, Format: "html", PlotFormat: "svg", Plots: "-", Confidence: 0.95, MinEffect: 0.05, stderr: io.Discard}
+	err = runReport(context.Background(), o, pw)
+	pw.Close()
+	if b := <-read; err != nil || !strings.HasPrefix(string(b), "<!DOCTYPE html>") {
+		t.Errorf("runReport(-o html) to a pipe = %v, wrote %.40q; want the page", err, b)
+	}
+
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	err = runReport(context.Background(), o, tty)
+	if want := "-o html: not writing HTML to a terminal: give --out FILE, or redirect stdout"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("runReport(-o html) to a terminal = %v, want an error holding %q", err, want)
+	}
+}
+
+// TestReportBaseline: --baseline turns the comparisons round, and an arm
+// no campaign measured is refused, naming those measured, in every format.
+func TestReportBaseline(t *testing.T) {
+	file := "../../report/testdata/20261130-030000_coldstart.jsonl"
+	var b bytes.Buffer
+	o := &reportOptions{Paths: []string{file}, Format: "json", Baseline: "static", Confidence: 0.95, MinEffect: 0.05, stderr: io.Discard}
+	if err := runReport(context.Background(), o, &b); err != nil {
+		t.Fatalf("runReport(--baseline static) = %v", err)
+	}
+	var rows []struct{ Kind, Metric, A, B string }
+	if err := json.Unmarshal(b.Bytes(), &rows); err != nil || len(rows) == 0 {
+		t.Fatalf("-o json --baseline static: %v, %d rows\n%s", err, len(rows), b.String())
+	}
+	arms := 0
+	for _, r := range rows {
+		if r.Kind != "arms" {
+			continue // budgets, protocols: not arm against arm
+		}
+		arms++
+		if r.B != "static" {
+			t.Errorf("--baseline static: row %s %s vs %s, want every arm against static", r.Metric, r.A, r.B)
+		}
+	}
+	if arms == 0 {
+		t.Errorf("-o json --baseline static: no rows of kind arms\n%s", b.String())
+	}
+	for _, format := range []string{"markdown", "html", "json", "benchstat"} {
+		o := &reportOptions{Paths: []string{file}, Format: format, PlotFormat: "svg", Plots: "-", Baseline: "gcc", Confidence: 0.95, MinEffect: 0.05, stderr: io.Discard}
+		err := runReport(context.Background(), o, io.Discard)
+		if want := `--baseline: "gcc" was not measured (measured: default, static, upx)`; err == nil || err.Error() != want {
+			t.Errorf("runReport(-o %s --baseline gcc) = %v, want %q", format, err, want)
+		}
 	}
 }
