@@ -344,11 +344,8 @@ func provenanceLine(c *Campaign) string {
 	}
 	fmt.Fprintf(&b, "; %s built with %s, commit %s", orUnknown(p.Tool), orUnknown(p.GoVersion), short(p.Commit))
 	if len(p.Args) > 0 {
-		args := provenance.RedactArgs(p.Args) // files written before redaction existed
-		if len(args) > 0 {
-			args = append([]string{filepath.Base(args[0])}, args[1:]...)
-		}
-		fmt.Fprintf(&b, "; `%s`", provenance.CommandLine(args, filepath.Dir(c.File)))
+		// CommandLine redacts too: files written before redaction existed.
+		fmt.Fprintf(&b, "; `%s`", provenance.CommandLine(p.Args, filepath.Dir(c.File)))
 	}
 	if len(p.Notes) > 0 {
 		keys := make([]string, 0, len(p.Notes))

@@ -112,11 +112,11 @@ log "deploying ${ARMS}"
 # the path at zero, out of it when warm); before it scales a revision to
 # zero, Knative's autoscaler probes the revision's Service by its DNS name
 # (CoreDNS here) to see the activator in the path.
-"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --timeout 5m -v
+"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --wait-timeout 5m
 
 log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
 "$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --traces "$KNODE_TRACES" --kubeconfig "$KUBECONFIG" \
-	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --timeout "$TIMEOUT" \
+	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --start-timeout "$TIMEOUT" \
 	--results-dir "$RESULTS_DIR" -o markdown
 
 if [ "${STEADY:-1}" != 0 ]; then
