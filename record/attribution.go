@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,6 +48,10 @@ type ExplainPhaseRow struct {
 	InitBytes   int64    `json:"init_bytes"`
 	InitAllocs  int64    `json:"init_allocs"`
 	Packages    int      `json:"packages"` // packages whose init ran
+	// VsBaseline sets the counted runs' spawn → first RPC against the
+	// baseline arm's under the same budget: faster, slower or no
+	// difference detected.
+	VsBaseline
 }
 
 // ExplainPackageRow is one package's init in one arm, ranked by median time.
@@ -86,8 +91,9 @@ type ExplainModuleRow struct {
 	Bytes    int64   `json:"bytes"`
 }
 
-// ExplainCompareRow is one figure of an arm against the baseline arm (the first),
-// tested with the Mann-Whitney U-test at ExplainAlpha.
+// ExplainCompareRow is one figure of an arm against the baseline arm
+// (ExplainOptions.Baseline), tested with the Mann-Whitney U-test at
+// ExplainAlpha.
 type ExplainCompareRow struct {
 	Budget string  `json:"budget"`
 	What   string  `json:"what"` // a phase slice, "init_total", or "init PKG"
@@ -119,9 +125,12 @@ type ExplainReport struct {
 type ExplainOptions struct {
 	// Top is how many packages to list per arm (0 = 10).
 	Top int
-	// Arms is the order arms are reported in; the first is the baseline
-	// of comparisons (nil = as they first appear).
+	// Arms is the order arms are reported in (nil = as they first
+	// appear).
 	Arms []string
+	// Baseline is the arm the others are compared against ("" = default
+	// when traced, else the first arm: ChooseBaseline).
+	Baseline string
 	// Modules is each arm's build info (missing = packages unattributed).
 	Modules map[string]Modules
 }
@@ -153,6 +162,7 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 		byGroup[g] = append(byGroup[g], t)
 	}
 	var r ExplainReport
+	base := ChooseBaseline(arms, o.Baseline)
 	for _, a := range arms {
 		if m, ok := o.Modules[a]; ok && m.Note != "" {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s arm: %s", a, m.Note))
@@ -173,9 +183,34 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 			r.Packages = append(r.Packages, pk...)
 			r.Modules = append(r.Modules, mods...)
 		}
-		r.Compare = append(r.Compare, compareArms(b, arms, byGroup, r.Packages, o.Top)...)
+		r.Compare = append(r.Compare, compareArms(b, arms, base, byGroup, r.Packages, o.Top)...)
+	}
+	for i := range r.Phases {
+		r.Phases[i].VsBaseline = phaseVsBaseline(r.Phases[i], base, byGroup)
 	}
 	return r
+}
+
+// phaseVsBaseline sets a phase row's counted first-RPC times against the
+// baseline arm's under the same budget; nothing when either has none.
+func phaseVsBaseline(row ExplainPhaseRow, base string, byGroup map[group][]Trace) VsBaseline {
+	if row.Arm == base {
+		return VsBaseline{Baseline: base, Verdict: VerdictBaseline}
+	}
+	first := func(arm string) []float64 {
+		var xs []float64
+		for _, t := range counted(byGroup[group{arm, row.Budget}]) {
+			if t.FirstRPCMs > 0 {
+				xs = append(xs, t.FirstRPCMs)
+			}
+		}
+		return xs
+	}
+	xa, xb := first(row.Arm), first(base)
+	if len(xa) == 0 || len(xb) == 0 {
+		return VsBaseline{}
+	}
+	return NewVsBaseline(base, xa, xb, stats.LessIsFaster, explainConfidence, stats.DefaultMinEffect)
 }
 
 // counted are the runs that reached first RPC and count.
@@ -409,16 +444,17 @@ func moduleOf(mods Modules, pkg string) string {
 	return UnattributedModule
 }
 
-// compareArms compares each arm with the first under budget b: the phase
-// slices, the init total, and the packages in any arm's top three.
-func compareArms(b string, arms []string, byGroup map[group][]Trace, pkgs []ExplainPackageRow, top int) []ExplainCompareRow {
+// compareArms compares each arm with base under budget b: the phase
+// slices, the init total, and the packages in any arm's top three. Nothing
+// when base was not traced under b.
+func compareArms(b string, arms []string, base string, byGroup map[group][]Trace, pkgs []ExplainPackageRow, top int) []ExplainCompareRow {
 	var present []string
 	for _, a := range arms {
 		if len(counted(byGroup[group{a, b}])) > 0 || len(withInits(byGroup[group{a, b}])) > 0 {
 			present = append(present, a)
 		}
 	}
-	if len(present) < 2 {
+	if len(present) < 2 || !slices.Contains(present, base) {
 		return nil
 	}
 	var watch []string
@@ -452,9 +488,11 @@ func compareArms(b string, arms []string, byGroup map[group][]Trace, pkgs []Expl
 	for _, p := range watch {
 		whats = append(whats, "init "+p)
 	}
-	base := present[0]
 	var rows []ExplainCompareRow
-	for _, arm := range present[1:] {
+	for _, arm := range present {
+		if arm == base {
+			continue
+		}
 		for _, w := range whats {
 			xa, xb := values(base, w), values(arm, w)
 			if len(xa) == 0 || len(xb) == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/explain/inittrace"
+	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
@@ -46,10 +47,11 @@ between inits done and accepting is "main until listen": the part of start-up th
 not package init. Then the packages ranked by median init wall time (95% confidence
 interval; the runtime prints times truncated, at the resolution shown), with heap bytes
 and allocations, each mapped to its module from the binary's build info (for a UPX-packed
-binary, its unpacked twin's), the modules' sums, and each arm against the first with the
-Mann-Whitney U-test. A binary without build info, a server whose own environment replaces
-GODEBUG, or one that exits: the output says what it could not attribute and why, and
-keeps the rest. Raw traces go to results/<YYYYMMDD-HHMMSS>_explain.jsonl.`,
+binary, its unpacked twin's), the modules' sums, and each arm against the baseline
+(--baseline) with the Mann-Whitney U-test; each phase row ends with its first RPC's ratio
+to the baseline's, interval and verdict. A binary without build info, a server whose own
+environment replaces GODEBUG, or one that exits: the output says what it could not
+attribute and why, and keeps the rest. Raw traces go to results/<YYYYMMDD-HHMMSS>_explain.jsonl.`,
 		Example: `  coldstart explain --arms default,static -n 10
   coldstart explain --bin ./myserver --arms default,upx -- --listen={addr}
   coldstart explain ./cmd/api -o markdown --top 5`,
@@ -133,7 +135,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		if ctx.Err() != nil {
 			return nil // interrupted: what was traced is in the results file
 		}
-		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Modules: mods})
+		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Baseline: o.Baseline, Modules: mods})
 		if err := writeExplain(w, o.Output, r); err != nil {
 			return err
 		}
@@ -147,6 +149,8 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 
 // writeExplain prints the report: JSON as one object, the other formats
 // as titled tables (phases, packages, modules, comparisons) and the notes.
+// At a terminal each phase row's first RPC against the baseline's is one
+// "first_rpc vs BASE" column.
 func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 	if f == render.JSON {
 		if r.Notes == nil {
@@ -156,15 +160,20 @@ func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
+	vs := cliopts.VsColumn{Header: "first_rpc " + cliopts.VsHeader(phaseBaseline(r)), Fields: cliopts.VsFields, Cell: func(i int) string {
+		p := r.Phases[i]
+		return cliopts.VsText(p.VsBaseline, fmt.Sprintf("(no CI: %d runs)", p.Runs))
+	}}
 	sections := []struct {
 		title string
 		rows  any
 		n     int
+		cols  []cliopts.VsColumn
 	}{
-		{"phases (ms; each slice the median of its length per run)", r.Phases, len(r.Phases)},
-		{"packages by median init time", r.Packages, len(r.Packages)},
-		{"modules (sum of their packages' inits)", r.Modules, len(r.Modules)},
-		{fmt.Sprintf("arms against %s (Mann-Whitney U, alpha %g; p not corrected for the number of rows)", baseArm(r), record.ExplainAlpha), r.Compare, len(r.Compare)},
+		{"phases (ms; each slice the median of its length per run)", r.Phases, len(r.Phases), []cliopts.VsColumn{vs}},
+		{"packages by median init time", r.Packages, len(r.Packages), nil},
+		{"modules (sum of their packages' inits)", r.Modules, len(r.Modules), nil},
+		{fmt.Sprintf("arms against %s (Mann-Whitney U, alpha %g; p not corrected for the number of rows)", baseArm(r), record.ExplainAlpha), r.Compare, len(r.Compare), nil},
 	}
 	for i, s := range sections {
 		if s.n == 0 {
@@ -179,7 +188,7 @@ func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 		default:
 			fmt.Fprintf(w, "# %s\n", s.title)
 		}
-		if err := render.Write(w, f, s.rows); err != nil {
+		if err := cliopts.WriteVs(w, f, s.rows, s.cols...); err != nil {
 			return err
 		}
 	}
@@ -206,6 +215,17 @@ func baseArm(r record.ExplainReport) string {
 		return r.Compare[0].Base
 	}
 	return "the first arm"
+}
+
+// phaseBaseline is the arm the phase rows were compared against ("" when
+// none was).
+func phaseBaseline(r record.ExplainReport) string {
+	for _, p := range r.Phases {
+		if p.Baseline != "" {
+			return p.Baseline
+		}
+	}
+	return ""
 }
 
 func firstLine(s string) string {

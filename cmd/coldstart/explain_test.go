@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ func TestExplainFlags(t *testing.T) {
 		{name: "zero top", args: []string{"--top", "0"}, wantErr: "--top: 0, want at least 1"},
 		{name: "bad budget", args: []string{"--budget", "cpus=4096"}, wantErr: "--budget"},
 		{name: "two packages", args: []string{"./a", "./b"}, wantErr: "want at most one PKG"},
+		{name: "baseline", args: []string{"--arms", "static,upx", "--baseline", "upx"}, want: base(func(o *explainOptions) { o.Arms.Names, o.Baseline = []string{"static", "upx"}, "upx" })},
+		{name: "baseline not measured", args: []string{"--arms", "static,upx", "--baseline", "default"}, wantErr: `--baseline: "default" is not measured (arms: static, upx)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,5 +91,49 @@ func TestWriteExplain(t *testing.T) {
 	}
 	if !strings.Contains(js.String(), `"ci_lo_ms": null`) {
 		t.Errorf("an unbounded interval should be null in JSON:\n%s", js.String())
+	}
+}
+
+// TestWriteExplainVsBaseline: at a terminal each phase row ends with its
+// first RPC against the baseline's in one column; JSON and CSV carry the
+// vs_baseline_* fields instead.
+func TestWriteExplainVsBaseline(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	r := record.ExplainReport{Phases: []record.ExplainPhaseRow{
+		{Arm: "default", Budget: "max", Runs: 8, FirstRPCMs: 10, VsBaseline: record.VsBaseline{Baseline: "default", Verdict: record.VerdictBaseline}},
+		{Arm: "upx", Budget: "max", Runs: 8, FirstRPCMs: 100, VsBaseline: record.VsBaseline{Baseline: "default", Ratio: v(10), CILow: v(9.5), CIHigh: v(10.4), P: v(0.0002), Verdict: "slower"}},
+		{Arm: "static", Budget: "max", Runs: 2, FirstRPCMs: 9, VsBaseline: record.VsBaseline{Baseline: "default", Ratio: v(0.9), P: v(0.33), Verdict: "no difference detected"}},
+	}}
+	var tbl bytes.Buffer
+	if err := writeExplain(&tbl, render.Table, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`(?m)^arm +budget +runs .* first_rpc_ms .* packages +first_rpc vs default$`,
+		`(?m)^default +max +8 .* baseline$`,
+		`(?m)^upx +max +8 .* 10\.0× \[9\.50, 10\.4\] slower$`,
+		`(?m)^static +max +2 .* 0\.900× \(no CI: 2 runs\) ~$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(tbl.String()) {
+			t.Errorf("table lacks %s:\n%s", re, tbl.String())
+		}
+	}
+	if strings.Contains(tbl.String(), "vs_baseline_") {
+		t.Errorf("table shows the vs_baseline_* fields as columns:\n%s", tbl.String())
+	}
+	var csv, js bytes.Buffer
+	if err := writeExplain(&csv, render.CSV, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(csv.String(), "vs_baseline_ratio,vs_baseline_ci_low,vs_baseline_ci_high,vs_baseline_p,vs_baseline_verdict") {
+		t.Errorf("csv lacks the vs_baseline_* columns:\n%s", csv.String())
+	}
+	if err := writeExplain(&js, render.JSON, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"baseline": "default"`, `"vs_baseline_ratio": 10`, `"vs_baseline_ci_low": 9.5`, `"vs_baseline_ci_high": 10.4`, `"vs_baseline_p": 0.0002`, `"vs_baseline_verdict": "slower"`} {
+		if !strings.Contains(js.String(), k) {
+			t.Errorf("JSON lacks %s:\n%s", k, js.String())
+		}
 	}
 }

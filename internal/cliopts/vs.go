@@ -2,11 +2,17 @@ package cliopts
 
 import (
 	"fmt"
+	"io"
+	"slices"
 
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
 )
+
+// VsFields are the columns record.VsBaseline adds to a row: what a
+// terminal table shows as one "vs BASELINE" cell (VsText).
+var VsFields = []string{"vs_baseline_ratio", "vs_baseline_ci_low", "vs_baseline_ci_high", "vs_baseline_p", "vs_baseline_verdict"}
 
 // VsHeader is the column header of the comparison with base: "vs
 // default", or "vs baseline" when no row names one.
@@ -40,4 +46,65 @@ func VsText(v record.VsBaseline, noCI string) string {
 		verdict = "~"
 	}
 	return fmt.Sprintf("%s× %s %s", render.Number(*v.Ratio), iv, verdict)
+}
+
+// VsColumn is one column a terminal table shows in place of several
+// fields: Fields are the json names it replaces (it stands where the
+// first of them did), Cell gives row i's text.
+type VsColumn struct {
+	Header string
+	Fields []string
+	Cell   func(i int) string
+}
+
+// WriteVs writes rows (a slice of structs) in format f as render.Write
+// does, except that at a terminal (render.Table) each of cols replaces
+// its fields with its one column: a ratio, its interval and a verdict
+// read as one cell, and five columns of them would not fit. JSON, CSV and
+// Markdown keep every field.
+func WriteVs(w io.Writer, f render.Format, rows any, cols ...VsColumn) error {
+	if f != render.Table || len(cols) == 0 {
+		return render.Write(w, f, rows)
+	}
+	header, cells, err := render.Cells(rows)
+	if err != nil {
+		return err
+	}
+	var keep []int
+	at := map[int]VsColumn{} // kept position → the column shown there
+	for j, h := range header {
+		replaced := false
+		for _, c := range cols {
+			if !slices.Contains(c.Fields, h) {
+				continue
+			}
+			replaced = true
+			if h == c.Fields[0] {
+				at[len(keep)] = c
+				keep = append(keep, -1)
+			}
+		}
+		if !replaced {
+			keep = append(keep, j)
+		}
+	}
+	pick := func(row []string, i int) []string {
+		out := make([]string, 0, len(keep))
+		for k, j := range keep {
+			switch {
+			case j >= 0:
+				out = append(out, row[j])
+			case i < 0:
+				out = append(out, at[k].Header)
+			default:
+				out = append(out, at[k].Cell(i))
+			}
+		}
+		return out
+	}
+	out := make([][]string, len(cells))
+	for i, row := range cells {
+		out[i] = pick(row, i)
+	}
+	return render.WriteTable(w, pick(header, -1), out)
 }

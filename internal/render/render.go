@@ -81,14 +81,26 @@ func Write(w io.Writer, f Format, rows any) error {
 		}
 		return nil
 	case Table, "":
-		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
-		for _, row := range cells {
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
-		}
-		return tw.Flush()
+		return WriteTable(w, header, cells)
 	}
 	return fmt.Errorf("unknown format %q", f)
+}
+
+// Cells are rows' column names and cells as the table format prints them
+// (bytes in MiB, render verbs applied), for a caller that reshapes the
+// table before writing it (Write's Table does no more than align these).
+func Cells(rows any) (header []string, cells [][]string, err error) {
+	return table(rows, true)
+}
+
+// WriteTable aligns header and cells as Write's Table format does.
+func WriteTable(w io.Writer, header []string, cells [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, row := range cells {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
 }
 
 type column struct {
