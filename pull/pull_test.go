@@ -253,7 +253,7 @@ func TestRunSampleServer(t *testing.T) {
 		WorkDir:      work,
 		Starter:      ProcessStarter{},
 		Record:       func(record.PullRow) error { recorded++; return nil },
-		Progress:     t.Logf,
+		Progress:     logWriter{t},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -316,11 +316,11 @@ func TestRunInterrupted(t *testing.T) {
 		Bandwidths:   []Bandwidth{8_000_000}, // ~1 MB/s: the pull takes seconds
 		Port:         port,
 		WorkDir:      work,
-		Progress: func(format string, args ...any) {
-			if strings.HasPrefix(format, "pull: image") {
+		Progress: writerFunc(func(line string) {
+			if strings.HasPrefix(line, "pull: image") {
 				time.AfterFunc(300*time.Millisecond, cancel)
 			}
-		},
+		}),
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run interrupted = %v, want context.Canceled", err)
@@ -331,4 +331,20 @@ func TestRunInterrupted(t *testing.T) {
 	if !refused(port) {
 		t.Errorf("registry still answers on port %d after an interrupted Run", port)
 	}
+}
+
+// logWriter logs each write, a progress line, to the test.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// writerFunc calls f with each write, a progress line.
+type writerFunc func(line string)
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	f(string(p))
+	return len(p), nil
 }

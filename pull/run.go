@@ -12,6 +12,7 @@ package pull
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/pagecache"
+	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/record"
 )
 
@@ -50,8 +52,11 @@ type Config struct {
 	Starter Starter
 	// Record gets each row as it is measured (nil = none).
 	Record func(record.PullRow) error
-	// Progress gets one line per step (nil = quiet).
-	Progress func(format string, args ...any)
+	// Progress gets a line per image built, then each pull as it is done
+	// through progress.For: a line per pull, or a live bar when it is a
+	// progress.Terminal; the total is Iterations × Bandwidths × images
+	// (nil = quiet).
+	Progress io.Writer
 }
 
 type image struct {
@@ -72,9 +77,10 @@ func Run(ctx context.Context, c Config) (rows []record.PullRow, err error) {
 	if c.Iterations <= 0 {
 		c.Iterations = 1
 	}
-	progress := c.Progress
-	if progress == nil {
-		progress = func(string, ...any) {}
+	note := func(format string, args ...any) {
+		if c.Progress != nil {
+			fmt.Fprintf(c.Progress, format+"\n", args...)
+		}
 	}
 	reg := c.Registry
 	if reg == nil {
@@ -111,11 +117,14 @@ func Run(ctx context.Context, c Config) (rows []record.PullRow, err error) {
 						return nil, fmt.Errorf("image %s: %w", im.v, err)
 					}
 				}
-				progress("pull: image %s: %d bytes (deploy 2: %s)", im.v, im.size[1], im.refs[2])
+				note("pull: image %s: %d bytes (deploy 2: %s)", im.v, im.size[1], im.refs[2])
 				imgs = append(imgs, im)
 			}
 		}
 	}
+	prog := progress.For(c.Progress)
+	prog.Start(c.Iterations*len(c.Bandwidths)*len(imgs), "pulls")
+	defer prog.Done() // before the caller prints results or the error
 	for it := 1; it <= c.Iterations; it++ {
 		for _, bw := range c.Bandwidths {
 			for k := range imgs {
@@ -134,7 +143,9 @@ func Run(ctx context.Context, c Config) (rows []record.PullRow, err error) {
 				}
 				if len(rs) > 0 {
 					r := rs[0]
-					progress("pull: %s at %s: %d wire bytes, pull %.0f ms, unpack %.1f ms, cold start %.1f ms", im.v, bw, r.WireBytes, r.PullMs, r.UnpackMs, r.ColdStartMs)
+					prog.Step(fmt.Sprintf("pull: %s at %s: %d wire bytes, pull %.0f ms, unpack %.1f ms, cold start %.1f ms", im.v, bw, r.WireBytes, r.PullMs, r.UnpackMs, r.ColdStartMs))
+				} else {
+					prog.Skip(1)
 				}
 			}
 		}

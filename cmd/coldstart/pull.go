@@ -12,6 +12,7 @@ import (
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/pull"
@@ -65,7 +66,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
   coldstart pull --arms static,upx --bandwidth 10Mbit,100Mbit --compression zstd -n 5
   coldstart pull --bin ./myserver --arms static,upx --layers split -- --listen={addr}`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.stderr = cmd.ErrOrStderr()
+			o.stderr = progress.Auto(cmd.ErrOrStderr()) // a live bar on a terminal
 			o.Pkg, o.ServerArgs, o.extraPositional = cliopts.SplitArgs(cmd, args)
 			o.armsGiven = cmd.Flags().Changed("arms")
 			if err := o.validate(); err != nil {
@@ -200,13 +201,9 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	rows, err := pull.Run(ctx, pull.Config{
 		Binaries: bins, Compressions: comps, Layerings: lays, Bandwidths: bws,
 		Iterations: o.Runs, Registry: reg,
-		Starter: pull.ProcessStarter{Args: args, Checker: checker, Timeout: o.Timeout, Log: logw},
-		Record:  func(r record.PullRow) error { return rf.Add(report.PullKind, r) },
-		Progress: func(format string, a ...any) {
-			if progress != nil {
-				fmt.Fprintf(progress, format+"\n", a...)
-			}
-		},
+		Starter:  pull.ProcessStarter{Args: args, Checker: checker, Timeout: o.Timeout, Log: logw},
+		Record:   func(r record.PullRow) error { return rf.Add(report.PullKind, r) },
+		Progress: progress,
 	})
 	show := func(w io.Writer) error { return writePulls(w, o.Output, rows) }
 	return rf.End(w, show, err, built)
