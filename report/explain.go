@@ -4,11 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/coldstart-go/coldstart/record"
 )
 
@@ -163,50 +158,31 @@ func (r *Report) pollSection(m *mdw) {
 	}
 }
 
-// explainPlot is a stacked bar per arm (and budget) of the start-up
-// phases: exec → runtime, inits, main until listen, listen → first RPC.
-func explainPlot(c *Campaign) (*plot.Plot, bool, error) {
+// explainPlot is the waterfall of explain's phases per arm (and budget):
+// exec → runtime, inits, main until listen, listen → first RPC, each the
+// median of its length per run (so a bar's end is near the median first
+// RPC, not at it). Arms of a similar length share an axis; an arm that
+// dwarfs them (upx's unpacking) is drawn on its own.
+func explainPlot(c *Campaign) (waterfall, bool, error) {
 	er := c.explainReport()
-	var names []string
-	var slices [4]plotter.Values
+	names := []string{"exec → runtime", "inits", "main until listen", "listen → first RPC"}
+	var bars []wfBar
 	for _, p := range er.Phases {
 		if p.ExecToRuntimeMs == nil || p.InitsMs == nil || p.MainUntilListenMs == nil {
 			continue
 		}
 		n := p.Arm
 		if p.Budget != "max" {
-			n += " " + p.Budget
+			n += ", " + p.Budget
 		}
-		names = append(names, n)
+		b := wfBar{label: n}
 		for i, v := range []float64{*p.ExecToRuntimeMs, *p.InitsMs, *p.MainUntilListenMs, p.ListenToFirstRPCMs} {
-			slices[i] = append(slices[i], v)
+			b.segs = append(b.segs, wfSeg{name: names[i], step: names[i], ms: max(v, 0)})
 		}
+		bars = append(bars, b)
 	}
-	if len(names) == 0 {
-		return nil, false, nil
+	if len(bars) == 0 {
+		return waterfall{}, false, nil
 	}
-	p := plot.New()
-	p.Y.Label.Text = "ms (median of each phase)"
-	labels := []string{"exec → runtime", "inits", "main until listen", "listen → first RPC"}
-	var below *plotter.BarChart
-	for i, vs := range slices {
-		b, err := plotter.NewBarChart(vs, vg.Points(28))
-		if err != nil {
-			return nil, false, fmt.Errorf("plot phases: %w", err)
-		}
-		b.Color = plotutil.Color(i)
-		b.LineStyle.Width = 0
-		if below != nil {
-			b.StackOn(below)
-		}
-		below = b
-		p.Add(b)
-		p.Legend.Add(labels[i], b)
-	}
-	p.NominalX(names...)
-	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
-	headroom(p)
-	return p, true, nil
+	return waterfall{panels: panelsByScale(bars), names: names}, true, nil
 }

@@ -289,24 +289,37 @@ func (r *Report) pullRecs() []Recommendation {
 }
 
 // pullPlots: node → first RPC against the link's speed per deploy-1
-// variant, and the break-even starts per pull against it per pair of arms.
-// Uncapped ("max") rows have no speed to plot and are left out.
-func pullPlots(c *Campaign) ([]namedPlot, error) {
+// variant, its median over the runs with the interval at conf as a
+// whisker, and the break-even starts per pull against it per pair of arms
+// (a figure derived from medians, without an interval). Uncapped ("max")
+// rows have no speed to plot and are left out.
+func pullPlots(c *Campaign, conf float64) ([]namedPlot, error) {
 	var out []namedPlot
 
+	runs := map[string][]float64{}
+	for _, r := range c.Pull {
+		if r.Deploy == 1 && r.BandwidthBits > 0 && r.NodeToFirstRPCMs > 0 {
+			k := fmt.Sprintf("%s@%d", r.PullVariant, r.BandwidthBits)
+			runs[k] = append(runs[k], r.NodeToFirstRPCMs)
+		}
+	}
 	first := newSeries()
 	for _, s := range c.pullSummaries() {
 		if s.Deploy != 1 || s.BandwidthBits == 0 || s.NodeToFirstRPCMs <= 0 {
 			continue
 		}
-		first.add(s.PullVariant.String(), plotter.XY{X: float64(s.BandwidthBits) / 1e6, Y: s.NodeToFirstRPCMs})
+		pt := plotter.XY{X: float64(s.BandwidthBits) / 1e6, Y: s.NodeToFirstRPCMs}
+		first.add(s.PullVariant.String(), pt)
+		if w := ciOf(runs[fmt.Sprintf("%s@%d", s.PullVariant, s.BandwidthBits)], 0, conf); w != nil && !math.IsNaN(w.Lo) {
+			first.ci[s.PullVariant.String()] = append(first.ci[s.PullVariant.String()], whisker{X: pt.X, Y: pt.Y, Lo: w.Lo, Hi: w.Hi})
+		}
 	}
-	p, err := first.linkPlot("node without the image → first RPC, ms", true)
+	p, err := first.linkPlot("node → first RPC (ms, log)", true)
 	if err != nil {
 		return nil, fmt.Errorf("plot pull: %w", err)
 	}
 	if p != nil {
-		out = append(out, namedPlot{p: p, name: "pull", title: "node without the image → first RPC"})
+		out = append(out, namedPlot{p: p, name: "pull", title: fmt.Sprintf("node without the image → first RPC per link speed, median with %.0f%% interval", 100*conf)})
 	}
 
 	be := newSeries()
@@ -317,23 +330,27 @@ func pullPlots(c *Campaign) ([]namedPlot, error) {
 		n := e.Small.Arm + " vs " + e.Other.Arm + " (" + string(e.Small.Compression) + ", " + string(e.Small.Layering) + ")"
 		be.add(n, plotter.XY{X: float64(e.BandwidthBits) / 1e6, Y: e.Starts})
 	}
-	q, err := be.linkPlot("break-even, starts per pull", false)
+	q, err := be.linkPlot("break-even (starts per pull, log)", false)
 	if err != nil {
 		return nil, fmt.Errorf("plot break-even: %w", err)
 	}
 	if q != nil {
-		out = append(out, namedPlot{p: q, name: "breakeven", title: "starts per pull below which the smaller image wins"})
+		out = append(out, namedPlot{p: q, name: "breakeven", title: "starts per pull below which the smaller image wins, per link speed"})
 	}
 	return out, nil
 }
 
-// series are named lines of points, in the order their names first came.
+// series are named lines of points, in the order their names first came,
+// with intervals (whiskers) for some of their points.
 type series struct {
 	names []string
 	xy    map[string]plotter.XYs
+	ci    map[string][]whisker
 }
 
-func newSeries() *series { return &series{xy: map[string]plotter.XYs{}} }
+func newSeries() *series {
+	return &series{xy: map[string]plotter.XYs{}, ci: map[string][]whisker{}}
+}
 
 func (l *series) add(name string, p plotter.XY) {
 	if _, ok := l.xy[name]; !ok {
@@ -343,15 +360,15 @@ func (l *series) add(name string, p plotter.XY) {
 }
 
 // linkPlot draws each series against the link's speed (Mbit/s), both axes
-// logarithmic, as a line with points in its own colour and shape (dashed
-// too when dashes), with a grid and the legend on top; nil when there is
-// nothing to draw.
+// logarithmic and ending on labelled ticks, as a line with points in its
+// own colour and shape (dashed too when dashes) and its intervals as
+// vertical whiskers, with a grid; nil when there is nothing to draw.
 func (l *series) linkPlot(ylabel string, dashes bool) (*plot.Plot, error) {
 	if len(l.names) == 0 {
 		return nil, nil
 	}
 	p := plot.New()
-	p.X.Label.Text = "link, Mbit/s"
+	p.X.Label.Text = "link (Mbit/s, log)"
 	p.Y.Label.Text = ylabel
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
@@ -368,9 +385,13 @@ func (l *series) linkPlot(ylabel string, dashes bool) (*plot.Plot, error) {
 		}
 		pts.Shape = plotutil.Shape(i)
 		p.Add(ln, pts)
+		if len(l.ci[n]) > 0 {
+			p.Add(&medianWhiskers{pts: l.ci[n], color: plotutil.Color(i), shape: nilGlyph{}})
+		}
 		p.Legend.Add(n, ln, pts)
 	}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
+	p.X.Min, p.X.Max = tickFloor(p.X.Min), tickCeil(p.X.Max)
+	p.Y.Min, p.Y.Max = tickFloor(p.Y.Min), tickCeil(p.Y.Max)
 	return p, nil
 }
