@@ -34,6 +34,11 @@ func NewVsBaseline(baseline string, xa, xb []float64, s stats.Sense, confidence,
 	c := stats.Compare(xa, xb, confidence)
 	v := VsBaseline{Baseline: baseline, Verdict: string(c.Verdict(s))}
 	v.Ratio, v.CILow, v.CIHigh = finite(c.Ratio), finite(c.RatioLow), finite(c.RatioHigh)
+	if v.CILow == nil || v.CIHigh == nil || *v.CILow <= 0 {
+		// Too few values to bound the ratio: its interval is (0, ∞),
+		// exp(−∞) and exp(∞), which is no interval.
+		v.CILow, v.CIHigh = nil, nil
+	}
 	if c.NA > 0 && c.NB > 0 {
 		p := c.P
 		v.P = &p
