@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coldstart-go/coldstart/internal/require"
 )
 
 // TestProgressOnTerminal runs coldstart run on the bundled sample server
@@ -22,7 +24,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		t.Skip("tmux not installed (scripts/test-setup.sh installs it): no terminal to run in")
+		require.Skipf(t, require.Tmux, "tmux not installed (scripts/test-setup.sh installs it): no terminal to run in")
 	}
 	bin, err := exec.LookPath("coldstart") // this test binary, as TestMain put it on $PATH
 	if err != nil {

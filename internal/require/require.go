@@ -37,6 +37,9 @@ const (
 	// RSVG is rsvg-convert (Debian's librsvg2-bin), which renders every
 	// generated plot (scripts/test-setup.sh installs it).
 	RSVG = "rsvg"
+	// Tmux is tmux, the terminal the live progress bar is tested in
+	// (scripts/test-setup.sh installs it).
+	Tmux = "tmux"
 )
 
 // Required reports whether $COLDSTART_REQUIRE names what (or "all").
