@@ -69,7 +69,7 @@ func (r *Report) explainSection(m *mdw, plots func(*Campaign, string)) {
 		m.table([]string{"arm", "budget", "runs", "exec → runtime ms", "inits ms", "main until listen ms", "listen → first RPC ms",
 			"first RPC ms", "init functions ms", "init heap", "init allocs", "packages"}, rows)
 		m.p("%s \"init functions\" is the sum of the packages' own init times (the \"inits\" phase less the gaps between them).\n\n", provenanceLine(c))
-		plots(c, "explain")
+		plots(c, "waterfall")
 
 		for _, p := range er.Phases {
 			var prow [][]string

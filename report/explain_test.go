@@ -12,8 +12,8 @@ import (
 // modules, the arms compared, and the stacked phase plot.
 func TestExplainSection(t *testing.T) {
 	plots, md := renderFixture(t, "explain", "Explain")
-	if len(plots) != 1 || plots[0].Kind != "explain" {
-		t.Fatalf("plots %+v, want the one stacked phase plot", plots)
+	if len(plots) != 1 || plots[0].Kind != "waterfall" {
+		t.Fatalf("plots %+v, want the one waterfall of the phases", plots)
 	}
 	for _, want := range []string{
 		"## Start-up attribution: where the time goes",

@@ -195,11 +195,6 @@ func (r *Report) details() []detail {
 		{"polling.md", "Readiness polling: what the platform sees", func(m *mdw, _ func(*Campaign, string)) { r.pollSection(m) }},
 		{"attribution.md", "Start-up attribution: where the time goes", func(m *mdw, plots func(*Campaign, string)) {
 			r.explainSection(m, plots)
-			for _, c := range r.Campaigns {
-				if len(c.Traces) > 0 {
-					plots(c, "waterfall")
-				}
-			}
 		}},
 		{"crosscheck.md", "Prober accuracy", func(m *mdw, _ func(*Campaign, string)) {
 			if r.has(func(c *Campaign) bool { return len(c.Crosscheck) > 0 }) {

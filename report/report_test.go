@@ -221,9 +221,11 @@ func TestPlots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Plots() = %v", err)
 	}
-	// 2 budgets local + 1 Knative CDF, 1 density, 2 latency + throughput + CPU per call.
-	if len(plots) != 8 {
-		t.Errorf("Plots() wrote %d plots, want 8: %+v", len(plots), plots)
+	// 2 budgets local + 1 Knative CDF, 1 density, 2 latency + throughput +
+	// CPU per call; a forest per campaign with arm comparisons (local and
+	// Knative cold starts, density, steady) and the Knative waterfall.
+	if len(plots) != 13 {
+		t.Errorf("Plots() wrote %d plots, want 13: %+v", len(plots), plots)
 	}
 	for _, p := range plots {
 		f, err := os.Open(filepath.Join(dir, p.File))
@@ -249,8 +251,8 @@ func TestPlotsPNG(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PlotsAs(png) = %v", err)
 	}
-	if len(plots) != 1 {
-		t.Fatalf("PlotsAs(png) wrote %d plots, want 1", len(plots))
+	if len(plots) != 2 {
+		t.Fatalf("PlotsAs(png) wrote %d plots, want 2 (the density forest and bars)", len(plots))
 	}
 	f, err := os.Open(filepath.Join(dir, plots[0].File))
 	if err != nil {
