@@ -1,6 +1,12 @@
 package record
 
-import "github.com/coldstart-go/coldstart/internal/noise"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
 
 // The rows of `steady run` (kinds "step", "step_round", "soak",
 // "soak_summary"), written by package steady, which names them Row,
@@ -92,6 +98,94 @@ type SteadyRow struct {
 	// Method is the gRPC method called when it is not coldstart's Echo: a
 	// target without it is loaded with health checks (no payload).
 	Method string `json:"method,omitempty" render:"-"`
+	// VsBaseline sets the rounds' calls/s against the baseline arm's in
+	// the same step (CompareSteady): faster or slower; CPUVsBaseline does
+	// the same for server CPU per call: lower or higher. Empty in a
+	// round's own row and in rows without rounds (a ramp's).
+	VsBaseline
+	CPUVsBaseline
+}
+
+// CPUVsBaseline is a step row's server CPU per call over its rounds
+// against the baseline arm's, as VsBaseline is for calls/s: the ratio
+// row/baseline with its interval, the Mann–Whitney p-value and the
+// verdict (lower, higher, "no difference detected"). Nil or empty when
+// there was nothing to compare; the baseline's own row has none.
+type CPUVsBaseline struct {
+	CPURatio   *float64 `json:"vs_baseline_cpu_ratio,omitempty"`
+	CPUCILow   *float64 `json:"vs_baseline_cpu_ci_low,omitempty"`
+	CPUCIHigh  *float64 `json:"vs_baseline_cpu_ci_high,omitempty"`
+	CPUP       *float64 `json:"vs_baseline_cpu_p,omitempty"`
+	CPUVerdict string   `json:"vs_baseline_cpu_verdict,omitempty"`
+}
+
+// Vs is c in VsBaseline's shape, for what reads both alike.
+func (c CPUVsBaseline) Vs(baseline string) VsBaseline {
+	return VsBaseline{Baseline: baseline, Ratio: c.CPURatio, CILow: c.CPUCILow, CIHigh: c.CPUCIHigh, P: c.CPUP, Verdict: c.CPUVerdict}
+}
+
+// CompareSteady fills the VsBaseline and CPUVsBaseline of each step row
+// (CompareSteadyRow), the baseline ChooseBaseline over the rows' arms in
+// order, and returns the baseline chosen.
+func CompareSteady(rows, rounds []SteadyRow, want string, confidence, minEffect float64) string {
+	var arms []string
+	for _, r := range rows {
+		if !slices.Contains(arms, r.Arm) {
+			arms = append(arms, r.Arm)
+		}
+	}
+	base := ChooseBaseline(arms, want)
+	for i := range rows {
+		CompareSteadyRow(&rows[i], rounds, base, confidence, minEffect)
+	}
+	return base
+}
+
+// CompareSteadyRow fills a step row's (Round 0) VsBaseline and
+// CPUVsBaseline when it has rounds: calls/s (more is faster) and server
+// CPU per call (lower or higher) of its arm's rounds against base's
+// rounds of the same step (budget, protocol, client, scenario, payload,
+// concurrency, connections, depth, rate). rounds are the windows recorded
+// as "step_round" (Round > 0; others are skipped): steady runs every
+// arm's rounds of a step before any arm's row, so a row can be compared
+// as it arrives. One round per arm gives a ratio with no interval, and no
+// verdict but "no difference detected".
+func CompareSteadyRow(r *SteadyRow, rounds []SteadyRow, base string, confidence, minEffect float64) {
+	r.VsBaseline, r.CPUVsBaseline = VsBaseline{}, CPUVsBaseline{}
+	if r.Round != 0 || r.Rounds == 0 {
+		return
+	}
+	if r.Arm == base {
+		r.VsBaseline = VsBaseline{Baseline: base, Verdict: VerdictBaseline}
+		return
+	}
+	step := steadyStep(*r)
+	var calls, cpu [2][]float64 // this arm's, the baseline's
+	for _, w := range rounds {
+		side := slices.Index([]string{r.Arm, base}, w.Arm)
+		if w.Round == 0 || side < 0 || steadyStep(w) != step {
+			continue
+		}
+		if w.CallsPerS > 0 {
+			calls[side] = append(calls[side], w.CallsPerS)
+		}
+		if w.ServerCPUUsPerCall != nil && *w.ServerCPUUsPerCall > 0 {
+			cpu[side] = append(cpu[side], *w.ServerCPUUsPerCall)
+		}
+	}
+	if len(calls[0]) > 0 && len(calls[1]) > 0 {
+		r.VsBaseline = NewVsBaseline(base, calls[0], calls[1], stats.MoreIsFaster, confidence, minEffect)
+	}
+	if len(cpu[0]) > 0 && len(cpu[1]) > 0 {
+		v := NewVsBaseline(base, cpu[0], cpu[1], stats.Neutral, confidence, minEffect)
+		r.CPUVsBaseline = CPUVsBaseline{CPURatio: v.Ratio, CPUCILow: v.CILow, CPUCIHigh: v.CIHigh, CPUP: v.P, CPUVerdict: v.Verdict}
+	}
+}
+
+// steadyStep names what a step row is, apart from its arm: two arms'
+// rows of one step are compared.
+func steadyStep(r SteadyRow) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%d|%d|%g|%s", r.Budget, r.Protocol, r.Client, r.Scenario, r.PayloadBytes, r.Concurrency, r.Conns, r.Depth, r.RateReq, r.Method)
 }
 
 // RoundStats are a step row's figures over its rounds: how many rounds

@@ -7,7 +7,9 @@ import (
 
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/knative"
+	"github.com/coldstart-go/coldstart/record"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -35,7 +37,7 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 		return err
 	}
 	prefix := knative.DefaultServiceOptions().NamePrefix
-	var rows []steady.Row
+	var rows, rounds []steady.Row
 	for _, arm := range o.Arms.Names {
 		var t steady.Target
 		if t, err = knative.SteadyTarget(ctx, c, ns, prefix+arm, arm, o.Target, "", o.Via == "activator"); err != nil {
@@ -47,15 +49,20 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 		err = steady.Run(ctx, ac, func(r steady.Row) error {
 			r.Budget = "knative"
 			if r.Round > 0 {
+				rounds = append(rounds, r)
 				return rf.Add("step_round", r)
 			}
-			rows = append(rows, r)
-			return rf.Add("step", r)
+			rows = append(rows, r) // recorded below, set against the baseline
+			return nil
 		})
 		if err != nil {
 			err = fmt.Errorf("%s arm on knative: %w", arm, err)
 			break
 		}
 	}
-	return rf.End(w, cliopts.Rows(o.Output, rows), err, campaign.Built{})
+	base := record.CompareSteady(rows, rounds, o.Baseline, cfg.Confidence, stats.DefaultMinEffect)
+	if rerr := cliopts.AddAll(rf, "step", rows); rerr != nil && err == nil {
+		err = rerr
+	}
+	return rf.End(w, stepRows(o.Output, rows, base), err, campaign.Built{})
 }

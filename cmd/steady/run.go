@@ -16,6 +16,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -82,7 +83,9 @@ uncounted calls, then measured in --rounds rounds: one window per arm per round,
 arms round-robin with the order rotated each round, so drift on a busy machine spreads
 over all arms. Each window is recorded ("step_round", with what else the machine did
 meanwhile); each row is the medians over the rounds with their --confidence intervals
-("step"). An interrupted run keeps the rounds it finished. The server's CPU per call comes from /proc (all threads); allocation per call
+("step"), and its calls/s and server CPU per call against the --baseline arm's rounds of
+the same step: the ratio, its interval, the p-value and the verdict (vs_baseline_* and
+vs_baseline_cpu_*). An interrupted run keeps the rounds it finished. The server's CPU per call comes from /proc (all threads); allocation per call
 and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_ADDR.
 
 Server arguments after -- may name {addr}, {host}, {port}, {socket} (a Unix socket instead of
@@ -290,6 +293,9 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--window-limit: %v, want a positive duration", o.WindowLimit)
 	}
 	c.WindowLimit = o.WindowLimit
+	if err := o.CheckBaseline(o.armNames()); err != nil {
+		return err
+	}
 	// Arms are built at run time; check the rest with a stand-in.
 	check := *c
 	if o.On == "knative" {
@@ -300,6 +306,19 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		check.Arms = []steady.Arm{{Name: "default", Path: "server"}}
 	}
 	return check.Validate()
+}
+
+// armNames are the arms steady will measure, in order, for --baseline: a
+// --target's one ("target"), else --arms and the --bin ARM=PATH names.
+func (o *runOptions) armNames() []string {
+	if o.cfg.Target != nil {
+		return []string{"target"}
+	}
+	arms := append([]string(nil), o.Arms.Names...)
+	for _, b := range o.Bin.Named {
+		arms = append(arms, b.Name)
+	}
+	return arms
 }
 
 // runSteady builds or takes the arms, runs steady, and writes the rows.
@@ -329,15 +348,63 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	if cfg.Soak > 0 {
 		return soak(ctx, cfg, o, rf, w, built)
 	}
-	var rows []steady.Row
+	// Every arm's rounds of a step end before any arm's row of medians
+	// comes, so each row is set against the baseline's rounds as it comes.
+	base := record.ChooseBaseline(cfgArms(cfg), o.Baseline)
+	var rows, rounds []steady.Row
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
 		if r.Round > 0 {
+			rounds = append(rounds, r)
 			return rf.Add("step_round", r) // one window; the row of medians follows
 		}
+		record.CompareSteadyRow(&r, rounds, base, cfg.Confidence, stats.DefaultMinEffect)
 		rows = append(rows, r)
 		return rf.Add("step", r)
 	})
-	return rf.End(w, cliopts.Rows(o.Output, rows), err, built)
+	return rf.End(w, stepRows(o.Output, rows, base), err, built)
+}
+
+// cfgArms names the arms cfg measures, in order: its --target's, else
+// its arms.
+func cfgArms(cfg steady.Config) []string {
+	if cfg.Target != nil && cfg.Target.Name != "" {
+		return []string{cfg.Target.Name}
+	}
+	if cfg.Target != nil {
+		return []string{"target"}
+	}
+	names := make([]string, len(cfg.Arms))
+	for i, a := range cfg.Arms {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// vsCPUFields are the columns record.CPUVsBaseline adds to a step row.
+var vsCPUFields = []string{"vs_baseline_cpu_ratio", "vs_baseline_cpu_ci_low", "vs_baseline_cpu_ci_high", "vs_baseline_cpu_p", "vs_baseline_cpu_verdict"}
+
+// stepRows prints the step rows in the -o format. At a terminal each
+// row's comparison with the baseline's rounds is two columns, calls/s
+// ("1.12× [1.05, 1.20] faster") and server CPU per call ("0.91× [0.88,
+// 0.95] lower"); a row whose rounds are too few for an interval says so.
+// json, csv and markdown keep every field.
+func stepRows(f render.Format, rows []steady.Row, base string) func(io.Writer) error {
+	noCI := func(r steady.Row) string {
+		if r.Rounds == 1 {
+			return "(no CI: 1 round)"
+		}
+		return fmt.Sprintf("(no CI: %d rounds)", r.Rounds)
+	}
+	return cliopts.RowsVs(f, rows,
+		cliopts.VsColumn{Header: "calls_per_s " + cliopts.VsHeader(base), Fields: cliopts.VsFields, Cell: func(i int) string {
+			return cliopts.VsText(rows[i].VsBaseline, noCI(rows[i]))
+		}},
+		cliopts.VsColumn{Header: "cpu " + cliopts.VsHeader(base), Fields: vsCPUFields, Cell: func(i int) string {
+			if rows[i].Verdict == record.VerdictBaseline {
+				return "baseline"
+			}
+			return cliopts.VsText(rows[i].CPUVsBaseline.Vs(base), noCI(rows[i]))
+		}})
 }
 
 // buildArms builds the arms through the path coldstart run takes
@@ -387,7 +454,10 @@ func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *cliopts.Res
 		return rf.Add("soak_summary", s)
 	})
 	show := func(w io.Writer) error {
-		if err := cliopts.Rows(o.Output, rows)(w); err != nil {
+		// A soak compares no arms: its table leaves out the step rows'
+		// comparison fields.
+		noVs := []cliopts.VsColumn{{Fields: cliopts.VsFields}, {Fields: vsCPUFields}}
+		if err := cliopts.RowsVs(o.Output, rows, noVs...)(w); err != nil {
 			return err
 		}
 		if o.Output == render.Table || o.Output == render.Markdown {

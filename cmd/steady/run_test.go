@@ -209,6 +209,9 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--via", "activator"}, "--namespace, --kubeconfig, --via: only with --on knative"},
 		{[]string{"--on", "knative", "--via", "activator"}, "--via activator: give the activator's address as --target"},
 		{[]string{"--on", "knative", "--via", "mesh", "--target", "127.0.0.1:81"}, `--via: "mesh", want ingress or activator`},
+		{[]string{"--arms", "static,upx", "--baseline", "default"}, `--baseline: "default" is not measured (arms: static, upx)`},
+		{[]string{"--bin", "api=/bin/a", "--baseline", "old"}, `--baseline: "old" is not measured (arms: api)`},
+		{[]string{"--target", "127.0.0.1:80", "--baseline", "default"}, `--baseline: "default" is not measured (arms: target)`},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -50,7 +50,9 @@ func VsText(v record.VsBaseline, noCI string) string {
 
 // VsColumn is one column a terminal table shows in place of several
 // fields: Fields are the json names it replaces (it stands where the
-// first of them did), Cell gives row i's text.
+// first of them did), Cell gives row i's text. With no Header the fields
+// are dropped and nothing stands in their place (rows that never hold
+// them, such as a soak's).
 type VsColumn struct {
 	Header string
 	Fields []string
@@ -79,7 +81,7 @@ func WriteVs(w io.Writer, f render.Format, rows any, cols ...VsColumn) error {
 				continue
 			}
 			replaced = true
-			if h == c.Fields[0] {
+			if h == c.Fields[0] && c.Header != "" {
 				at[len(keep)] = c
 				keep = append(keep, -1)
 			}
@@ -107,4 +109,15 @@ func WriteVs(w io.Writer, f render.Format, rows any, cols ...VsColumn) error {
 		out[i] = pick(row, i)
 	}
 	return render.WriteTable(w, pick(header, -1), out)
+}
+
+// RowsVs is Rows written with WriteVs: rows in the -o format, each of
+// cols one column at a terminal; nothing when there are no rows.
+func RowsVs[T any](f render.Format, rows []T, cols ...VsColumn) func(io.Writer) error {
+	return func(w io.Writer) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		return WriteVs(w, f, rows, cols...)
+	}
 }
