@@ -1,6 +1,7 @@
 package record
 
 import (
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/stat"
@@ -116,6 +117,77 @@ type PullSummary struct {
 	// CapRatio is the median of measured/cap over the rows (0 without a
 	// cap): 1.0 means the link ran exactly at its cap.
 	CapRatio float64 `json:"cap_ratio,omitempty"`
+	// VsBaseline sets this image's pulls against the baseline arm's image
+	// of the same compression and layering, at the same bandwidth and
+	// deploy (ComparePulls), on VsBaselineOn: node_to_first_rpc_ms (image
+	// and cold start) where both were started, else image_ready_ms.
+	VsBaseline
+	VsBaselineOn string `json:"vs_baseline_on,omitempty" render:"-"`
+}
+
+// ComparePulls fills each summary's VsBaseline: its pulls (rows of its
+// variant, deploy and bandwidth) against those of the baseline arm's
+// variant with the same compression and layering, at the same bandwidth
+// and deploy. The figure is node → first RPC per pull where every pull
+// on both sides started the server, else the image's pull and unpack
+// alone (deploy 2 starts nothing). The baseline is ChooseBaseline over
+// the summaries' arms in order; it is returned.
+func ComparePulls(sums []PullSummary, rows []PullRow, want string, confidence, minEffect float64) string {
+	var arms []string
+	for _, s := range sums {
+		if !slices.Contains(arms, s.Arm) {
+			arms = append(arms, s.Arm)
+		}
+	}
+	base := ChooseBaseline(arms, want)
+	type key struct {
+		v      PullVariant
+		deploy int
+		bw     string
+	}
+	groups := map[key][]PullRow{}
+	for _, r := range rows {
+		k := key{r.PullVariant, r.Deploy, r.Bandwidth}
+		groups[k] = append(groups[k], r)
+	}
+	for i := range sums {
+		s := &sums[i]
+		s.VsBaseline, s.VsBaselineOn = VsBaseline{}, ""
+		if s.Arm == base {
+			s.VsBaseline = VsBaseline{Baseline: base, Verdict: VerdictBaseline}
+			continue
+		}
+		bv := s.PullVariant
+		bv.Arm = base
+		mine, theirs := groups[key{s.PullVariant, s.Deploy, s.Bandwidth}], groups[key{bv, s.Deploy, s.Bandwidth}]
+		if len(mine) == 0 || len(theirs) == 0 {
+			continue
+		}
+		on, get := "image_ready_ms", func(r PullRow) float64 { return r.ImageReadyMs }
+		if allStarted(mine) && allStarted(theirs) {
+			on, get = "node_to_first_rpc_ms", func(r PullRow) float64 { return r.NodeToFirstRPCMs }
+		}
+		xs := func(g []PullRow) []float64 {
+			out := make([]float64, len(g))
+			for j, r := range g {
+				out[j] = get(r)
+			}
+			return out
+		}
+		s.VsBaseline = NewVsBaseline(base, xs(mine), xs(theirs), stats.LessIsFaster, confidence, minEffect)
+		s.VsBaselineOn = on
+	}
+	return base
+}
+
+// allStarted reports whether every pull of g also started the server.
+func allStarted(g []PullRow) bool {
+	for _, r := range g {
+		if r.NodeToFirstRPCMs <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // SummarizePulls groups rows by variant, deploy and bandwidth (in the order

@@ -38,3 +38,60 @@ func TestPullBreakEven(t *testing.T) {
 		t.Errorf("pullBreakEven(faster everywhere) = %+v, want small always", e)
 	}
 }
+
+// pulls are n deploy-1 pulls of variant v at 10Mbit, node → first RPC
+// near ms (a little spread, no ties), and n deploy-2 pulls without starts.
+func pulls(v PullVariant, n int, ms float64) []PullRow {
+	var rs []PullRow
+	for i := 0; i < n; i++ {
+		f := 1 + float64(i)/1000
+		rs = append(rs,
+			PullRow{PullVariant: v, Deploy: 1, Bandwidth: "10Mbit", Iteration: i + 1, ImageReadyMs: ms / 2 * f, ColdStartMs: ms / 2 * f, NodeToFirstRPCMs: ms * f},
+			PullRow{PullVariant: v, Deploy: 2, Bandwidth: "10Mbit", Iteration: i + 1, ImageReadyMs: ms / 10 * f})
+	}
+	return rs
+}
+
+// TestComparePulls: each image against the baseline arm's image of the
+// same compression and layering, at the same bandwidth and deploy. Ten
+// times the node → first RPC over eight pulls each is slower beyond
+// doubt; the same pulls are no different; a deploy 2, which starts
+// nothing, is compared on the image alone; an image with no baseline
+// twin is not compared.
+func TestComparePulls(t *testing.T) {
+	gz := func(arm string) PullVariant { return PullVariant{Arm: arm, Compression: Gzip, Layering: SingleLayer} }
+	var rows []PullRow
+	rows = append(rows, pulls(gz("static"), 8, 100)...)
+	rows = append(rows, pulls(gz("upx"), 8, 1000)...)
+	rows = append(rows, pulls(gz("pgo"), 8, 100)...)
+	rows = append(rows, pulls(PullVariant{Arm: "upx", Compression: Zstd, Layering: SingleLayer}, 8, 1000)...)
+	sums := SummarizePulls(rows)
+	if base := ComparePulls(sums, rows, "", 0.95, 0.05); base != "static" {
+		t.Fatalf("ComparePulls chose %q, want static (no default: the first arm)", base)
+	}
+	for _, s := range sums {
+		v, what := s.VsBaseline, s.PullVariant.String()+" deploy "+string(rune('0'+s.Deploy))
+		switch {
+		case s.Arm == "static":
+			if v.Verdict != VerdictBaseline {
+				t.Errorf("%s: %+v, want the baseline's own row", what, v)
+			}
+		case s.Compression == Zstd:
+			if v.Verdict != "" || s.VsBaselineOn != "" {
+				t.Errorf("%s (static has no zstd image): %+v on %q, want nothing compared", what, v, s.VsBaselineOn)
+			}
+		case s.Arm == "upx":
+			on := "node_to_first_rpc_ms"
+			if s.Deploy == 2 {
+				on = "image_ready_ms"
+			}
+			if v.Verdict != "slower" || v.Ratio == nil || math.Abs(*v.Ratio-10) > 0.1 || v.P == nil || *v.P >= 0.001 || v.CILow == nil || s.VsBaselineOn != on {
+				t.Errorf("%s (10× the time): %+v on %q, want slower, ratio 10 with an interval, p < 0.001, on %s", what, v, s.VsBaselineOn, on)
+			}
+		case s.Arm == "pgo":
+			if v.Verdict != "no difference detected" || v.Ratio == nil || math.Abs(*v.Ratio-1) > 1e-9 {
+				t.Errorf("%s (the same pulls): %+v, want no difference detected, ratio 1", what, v)
+			}
+		}
+	}
+}

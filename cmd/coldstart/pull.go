@@ -14,6 +14,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/pull"
 	"github.com/coldstart-go/coldstart/record"
@@ -40,6 +41,9 @@ type pullOptions struct {
 	ResultsDir   string
 	Verbose      bool
 	Quiet        bool
+	// Baseline is the arm the others are compared against ("" = default
+	// where it is measured, else the first arm).
+	Baseline string
 
 	extraPositional []string
 }
@@ -60,8 +64,10 @@ each --bandwidth pulls each image into an empty node as a node does (manifest, c
 layers, digests verified), unpacks it, and starts the server from the unpacked tree: right
 after the unpack, with its files evicted from the page cache, and warm. A second deploy (a
 rebuilt binary) is pulled into the same node to show what split layers save. It prints
-medians per image and bandwidth, then the break-even starts per pull for each pair of
-images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes.`,
+medians per image and bandwidth, each image against the --baseline arm's of the same
+compression and layering (node to first RPC, or the image alone on deploy 2: the ratio,
+its interval, the p-value and the verdict), then the break-even starts per pull for each
+pair of images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes.`,
 		Example: `  coldstart pull
   coldstart pull --arms static,upx --bandwidth 10Mbit,100Mbit --compression zstd -n 5
   coldstart pull --bin ./myserver --arms static,upx --layers split -- --listen={addr}`,
@@ -90,6 +96,7 @@ images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as it goes
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "print every spawned command line to stderr")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.StringVar(&o.Baseline, "baseline", "", cliopts.BaselineHelp)
 	cmd.SetFlagErrorFunc(cliopts.FlagError)
 	return cmd
 }
@@ -107,6 +114,13 @@ func (o *pullOptions) validate() error {
 		if a == builds.ImageArm {
 			return fmt.Errorf("--arms: %q: pull makes the images itself; name the binary arms to put in them (default, static, upx, pgo)", a)
 		}
+	}
+	measured := append([]string(nil), o.Arms...)
+	for _, b := range o.Bin.Named {
+		measured = append(measured, b.Name)
+	}
+	if err := cliopts.CheckBaseline(o.Baseline, measured); err != nil {
+		return err
 	}
 	if _, err := pull.ParseCompressions(o.Compression); err != nil {
 		return fmt.Errorf("--compression: %w", err)
@@ -205,7 +219,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 		Record:   func(r record.PullRow) error { return rf.Add(report.PullKind, r) },
 		Progress: progress,
 	})
-	show := func(w io.Writer) error { return writePulls(w, o.Output, rows) }
+	show := func(w io.Writer) error { return writePulls(w, o.Output, rows, o.Baseline) }
 	return rf.End(w, show, err, built)
 }
 
@@ -216,14 +230,17 @@ type pullJSON struct {
 	BreakEvens []record.PullBreakEven `json:"break_evens"`
 }
 
-// writePulls prints the medians per image and bandwidth, then the
-// break-evens: in -o json as one object (pullJSON), else as two tables
-// (a blank line between them, but in CSV). Nothing when no pull was made.
-func writePulls(w io.Writer, f render.Format, rows []record.PullRow) error {
+// writePulls prints the medians per image and bandwidth, each set against
+// the baseline arm's image (record.ComparePulls; baseline "" = the default
+// choice), then the break-evens: in -o json as one object (pullJSON), else
+// as two tables (a blank line between them, but in CSV), the comparison
+// one "vs BASE" column at a terminal. Nothing when no pull was made.
+func writePulls(w io.Writer, f render.Format, rows []record.PullRow, baseline string) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	sums, evens := record.SummarizePulls(rows), record.PullBreakEvens(rows)
+	base := record.ComparePulls(sums, rows, baseline, stats.DefaultConfidence, stats.DefaultMinEffect)
 	if f == render.JSON {
 		doc := pullJSON{Medians: sums, BreakEvens: evens}
 		if doc.Medians == nil {
@@ -234,7 +251,10 @@ func writePulls(w io.Writer, f render.Format, rows []record.PullRow) error {
 		}
 		return render.Write(w, f, doc)
 	}
-	if err := render.Write(w, f, sums); err != nil {
+	vs := cliopts.VsColumn{Header: cliopts.VsHeader(base), Fields: cliopts.VsFields, Cell: func(i int) string {
+		return cliopts.VsText(sums[i].VsBaseline, fmt.Sprintf("(no CI: %d pulls)", sums[i].N))
+	}}
+	if err := cliopts.WriteVs(w, f, sums, vs); err != nil {
 		return err
 	}
 	if f == render.Table || f == render.Markdown {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,13 @@ func TestPullFlags(t *testing.T) {
 		{name: "binary as the arms that apply", args: []string{"--bin", "./a"},
 			want: base(func(o *pullOptions) { o.Bin.Path = "./a"; o.Arms = builds.ArmList{"default", "upx"} })},
 		{name: "named binaries and arms", args: []string{"--bin", "v1=./a", "--arms", "upx"}, wantErr: "--arms and --bin ARM=PATH"},
+		{name: "baseline", args: []string{"--baseline", "upx"}, want: base(func(o *pullOptions) { o.Baseline = "upx" })},
+		{name: "baseline a named binary", args: []string{"--bin", "v1=./a", "--bin", "v2=./b", "--baseline", "v2"},
+			want: base(func(o *pullOptions) {
+				o.Bin.Named = []campaign.Binary{{Name: "v1", Path: "./a"}, {Name: "v2", Path: "./b"}}
+				o.Arms, o.Baseline = nil, "v2"
+			})},
+		{name: "baseline not measured", args: []string{"--arms", "static,upx", "--baseline", "default"}, wantErr: `--baseline: "default" is not measured (arms: static, upx)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +139,7 @@ func TestPullJSON(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := writePulls(&out, render.JSON, tt.rows); err != nil {
+			if err := writePulls(&out, render.JSON, tt.rows, ""); err != nil {
 				t.Fatal(err)
 			}
 			dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
@@ -161,7 +169,7 @@ func TestPullJSON(t *testing.T) {
 		})
 	}
 	var out bytes.Buffer
-	if err := writePulls(&out, render.Table, rows); err != nil {
+	if err := writePulls(&out, render.Table, rows, ""); err != nil {
 		t.Fatal(err)
 	}
 	if tables := strings.Split(out.String(), "\n\n"); len(tables) != 2 || !strings.Contains(tables[1], "break_even_starts") {
@@ -175,4 +183,41 @@ func docKeys[V any](m map[string]V) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// TestPullVsBaseline: each image's medians row sets its pulls against the
+// baseline arm's image: one "vs BASE" column at a terminal, the
+// vs_baseline_* fields in -o json.
+func TestPullVsBaseline(t *testing.T) {
+	var rows []record.PullRow
+	for i := range 8 {
+		for _, a := range []struct {
+			arm   string
+			ready float64
+		}{{"static", 900}, {"upx", 9000}} {
+			f := 1 + float64(i)/1000
+			rows = append(rows, record.PullRow{
+				PullVariant: record.PullVariant{Arm: a.arm, Compression: "gzip", Layering: "single"},
+				Deploy:      1, Bandwidth: "10Mbit", Iteration: i, ImageReadyMs: a.ready * f, ColdStartMs: 5, WarmStartMs: 2, NodeToFirstRPCMs: (a.ready + 5) * f,
+			})
+		}
+	}
+	var tbl bytes.Buffer
+	if err := writePulls(&tbl, render.Table, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`(?m)^arm +compression .* vs static$`, `(?m)^static +gzip .* baseline$`, `(?m)^upx +gzip .* 9\.9[0-9]× \[[0-9.]+, [0-9.]+\] slower$`} {
+		if !regexp.MustCompile(re).MatchString(tbl.String()) {
+			t.Errorf("-o table lacks %s:\n%s", re, tbl.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := writePulls(&js, render.JSON, rows, "upx"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"baseline": "upx"`, `"vs_baseline_ratio": 0.1`, `"vs_baseline_ci_low":`, `"vs_baseline_ci_high":`, `"vs_baseline_p":`, `"vs_baseline_verdict": "faster"`, `"vs_baseline_on": "node_to_first_rpc_ms"`} {
+		if !strings.Contains(js.String(), k) {
+			t.Errorf("-o json lacks %s:\n%s", k, js.String())
+		}
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +95,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 	f.StringArrayVar(&c.Env, "env", nil, "extra environment for the server, K=V (repeatable; values may name the placeholders server arguments take)")
 	f.StringVar(&c.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when run as root, else yourself)")
 	f.Var(&c.Budgets, "budget", "CPU and memory budgets, ';'-separated or repeated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max (no limit)")
-	f.StringVar(&c.Baseline, "baseline", "", "arm every other arm is compared against, with a ratio, interval and verdict (\"\" = default when measured, else the first arm)")
+	f.StringVar(&c.Baseline, "baseline", "", BaselineHelp)
 	f.VarP(&c.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&c.ResultsDir, "results-dir", c.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "also print every spawned command line to stderr, so a run can be replayed by hand")
@@ -165,13 +164,8 @@ func (c *Common) Validate() error {
 }
 
 // CheckBaseline refuses a --baseline that names none of the arms to be
-// measured.
-func (c *Common) CheckBaseline(arms []string) error {
-	if c.Baseline == "" || slices.Contains(arms, c.Baseline) {
-		return nil
-	}
-	return fmt.Errorf("--baseline: %q is not measured (arms: %s)", c.Baseline, strings.Join(arms, ", "))
-}
+// measured (CheckBaseline).
+func (c *Common) CheckBaseline(arms []string) error { return CheckBaseline(c.Baseline, arms) }
 
 // Sample reports whether the bundled sample server is measured: no PKG,
 // no --bin.

@@ -4,11 +4,24 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
 )
+
+// BaselineHelp is --baseline's help text, on every command that has it.
+const BaselineHelp = "arm every other arm is compared against, with a ratio, interval and verdict (\"\" = default when measured, else the first arm)"
+
+// CheckBaseline refuses a --baseline (baseline; "" = the default choice)
+// that names none of the arms to be measured, naming them.
+func CheckBaseline(baseline string, arms []string) error {
+	if baseline == "" || slices.Contains(arms, baseline) {
+		return nil
+	}
+	return fmt.Errorf("--baseline: %q is not measured (arms: %s)", baseline, strings.Join(arms, ", "))
+}
 
 // VsFields are the columns record.VsBaseline adds to a row: what a
 // terminal table shows as one "vs BASELINE" cell (VsText).
