@@ -172,19 +172,29 @@ func breakEvenText(e record.PullBreakEven) string {
 	return fmt.Sprintf("%s below %.1f starts per pull, %s above", other, e.Starts, small)
 }
 
-// pullRecs: for each pair of arms (same compression, single layer), at
-// which bandwidths and below how many starts per pull the smaller image
-// wins.
-func (r *Report) pullRecs() []Recommendation {
+// pullRecs: per arm, the compression whose image reaches the first RPC
+// sooner at every link measured; per pair of arms (same compression,
+// single layer), up to how many starts per pull the smaller image wins,
+// at the fastest link where it still does. These compare images with each
+// other, not arms with the baseline. Pairs not told apart at any link go
+// to the table of comparisons not acted on.
+func (r *Report) pullRecs() ([]Recommendation, []held) {
 	var out []Recommendation
+	var hs []held
 	for _, c := range r.Campaigns {
 		if len(c.Pull) == 0 {
 			continue
 		}
+		pr := r.pullRef(c)
 		sums := c.pullSummaries()
 		doubt := map[string]string{}
 		for _, s := range sums {
 			doubt[s.PullVariant.String()+"@"+s.Bandwidth] = pullDoubt(s)
+		}
+		cites := func(ct *cite, e record.PullBreakEven) {
+			for _, v := range []record.PullVariant{e.Small, e.Other} {
+				ct.add(pr+" "+v.String()+"@"+e.Bandwidth, doubt[v.String()+"@"+e.Bandwidth])
+			}
 		}
 		// Compressions: per arm and layering, which compression reaches the
 		// first RPC sooner, where it is the same at every link measured.
@@ -206,32 +216,31 @@ func (r *Report) pullRecs() []Recommendation {
 		}
 		for _, k := range corder {
 			es := comp[k]
-			winner := ""
+			winner, loser := "", ""
 			var ct cite
+			ct.from(c)
 			var links []string
 			for _, e := range es {
-				w := ""
+				w, l, wms, lms := "", "", 0.0, 0.0
 				switch e.Always {
 				case "small":
-					w = string(e.Small.Compression)
+					w, l, wms, lms = string(e.Small.Compression), string(e.Other.Compression), e.SmallFirstMs, e.OtherFirstMs
 				case "other":
-					w = string(e.Other.Compression)
+					w, l, wms, lms = string(e.Other.Compression), string(e.Small.Compression), e.OtherFirstMs, e.SmallFirstMs
 				}
 				if w == "" || (winner != "" && w != winner) {
 					winner = "-"
 					break
 				}
-				winner = w
-				links = append(links, fmt.Sprintf("%s: %s vs %s ms", e.Bandwidth, ms(e.SmallFirstMs), ms(e.OtherFirstMs)))
-				for _, v := range []record.PullVariant{e.Small, e.Other} {
-					ct.add(r.pullRef(c)+" "+v.String()+"@"+e.Bandwidth, doubt[v.String()+"@"+e.Bandwidth])
-				}
+				winner, loser = w, l
+				links = append(links, fmt.Sprintf("%s %s vs %s ms", e.Bandwidth, ms(wms), ms(lms)))
+				cites(&ct, e)
 			}
 			if winner == "" || winner == "-" {
 				continue
 			}
-			out = append(out, ct.rec("For the %s binary, %s layers reach the first RPC sooner on a node without the image at every link measured (image + cold start, %s first: %s)",
-				k.arm, winner, string(es[0].Small.Compression), strings.Join(links, "; ")))
+			out = append(out, ct.rec(prose(fmt.Sprintf("For %s, pull %s layers rather than %s: on a node without the image they reach the first RPC sooner at every link measured", k.arm, winner, loser),
+				"image + cold start "+strings.Join(links, ", "))))
 		}
 
 		type pair struct{ small, other record.PullVariant }
@@ -251,41 +260,58 @@ func (r *Report) pullRecs() []Recommendation {
 			es := byPair[k]
 			sort.Slice(es, func(i, j int) bool { return es[i].BandwidthBits < es[j].BandwidthBits })
 			var ct cite
+			ct.from(c)
 			var parts []string
+			noDiff := true
 			for _, e := range es {
-				for _, v := range []record.PullVariant{e.Small, e.Other} {
-					ref := r.pullRef(c) + " " + v.String() + "@" + e.Bandwidth
-					ct.add(ref, doubt[v.String()+"@"+e.Bandwidth])
-				}
-				parts = append(parts, e.Bandwidth+": "+breakEvenText(e))
+				cites(&ct, e)
+				parts = append(parts, e.Bandwidth+": "+breakEvenShort(e))
+				noDiff = noDiff && e.NoDifference
 			}
-			lead := ""
+			if noDiff {
+				for _, e := range es {
+					a, b := e.SmallFirstMs, e.OtherFirstMs
+					hs = append(hs, held{ref: pr, why: whyNoDifference + " (first and later starts)", row: ComparisonRow{
+						Kind: "arms", Campaign: c.Label, Scope: fmt.Sprintf("%s/%s @%s", e.Small.Compression, e.Small.Layering, e.Bandwidth),
+						Metric: "node_to_first_rpc_ms", A: e.Small.Arm, B: e.Other.Arm, MedianA: &a, MedianB: &b, PValue: e.FirstP}})
+				}
+				continue
+			}
+			scope := fmt.Sprintf("Image pull, %s layers, on a node without the image", k.small.Compression)
 			// The fastest link at which the smaller image still wins the
 			// first starts, and up to how many.
+			verdict := fmt.Sprintf("%s: %s does not pay at any link measured, its smaller image never making up for its slower starts", scope, k.small.Arm)
 			for i := len(es) - 1; i >= 0; i-- {
 				if e := es[i]; e.SmallWinsBelow && e.Always == "" && e.Starts > 1 {
 					n := int(math.Ceil(e.Starts)) - 1 // the most whole starts below the break-even
-					lead = fmt.Sprintf("At ≤ %s, when a pull serves at most %d start(s), %s wins. ", e.Bandwidth, n, k.small.Arm)
+					verdict = fmt.Sprintf("%s: %s wins at ≤ %s when a pull serves at most %d start(s)", scope, k.small.Arm, e.Bandwidth, n)
 					break
 				} else if e.Always == "small" {
-					lead = fmt.Sprintf("At ≤ %s, %s wins at any number of starts per pull. ", e.Bandwidth, k.small.Arm)
+					verdict = fmt.Sprintf("%s: %s wins at ≤ %s at any number of starts per pull", scope, k.small.Arm, e.Bandwidth)
 					break
 				}
 			}
-			if lead == "" {
-				lead = fmt.Sprintf("No difference detected between %s and %s at any link measured. ", k.small.Arm, k.other.Arm)
-				for _, e := range es {
-					if !e.NoDifference {
-						lead = fmt.Sprintf("%s does not pay at any link measured: its smaller image never makes up for its slower starts. ", k.small.Arm)
-						break
-					}
-				}
-			}
-			out = append(out, ct.rec("%sImage pull, %s layers, on a node without the image: %s (%s) against %s (%s) — %s",
-				lead, k.small.Compression, k.small.Arm, mb(es[0].SmallBytes), k.other.Arm, mb(es[0].OtherBytes), strings.Join(parts, "; ")))
+			out = append(out, ct.rec(prose(verdict, fmt.Sprintf("%s %s vs %s %s", k.small.Arm, mb(es[0].SmallBytes), k.other.Arm, mb(es[0].OtherBytes)),
+				strings.Join(parts, ", "))))
 		}
 	}
-	return out
+	return out, hs
+}
+
+// breakEvenShort is breakEvenText for a list: who wins at one link.
+func breakEvenShort(e record.PullBreakEven) string {
+	small, other := e.Small.Arm, e.Other.Arm
+	switch {
+	case e.NoDifference:
+		return "not told apart"
+	case e.Always == "small":
+		return small + " always"
+	case e.Always == "other":
+		return other + " always"
+	case e.SmallWinsBelow:
+		return fmt.Sprintf("%s below %.1f starts", small, e.Starts)
+	}
+	return fmt.Sprintf("%s below %.1f starts", other, e.Starts)
 }
 
 // pullPlots: node → first RPC against the link's speed per deploy-1

@@ -3,28 +3,46 @@ package report
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
-// Recommendation is one conclusion drawn from the figures, with the rows it
-// rests on ("coldstart static/cpus=0", "density upx/max") and those of them
-// that are doubted.
+// maxProse is the most characters a Recommendation's Text holds: the
+// verdict and the figures it needs, read at a glance. Rows, files and
+// doubts go to its footnote.
+const maxProse = 240
+
+// Recommendation is one conclusion drawn from the figures, its verdict
+// first and set against the baseline arm (BaselineOf), with the rows it
+// rests on ("coldstart#1 static/cpus=0", "density#1 upx/max"), those of
+// them that are doubted, and the results files they come from.
 type Recommendation struct {
+	// Text is the verdict and its figures, at most maxProse characters,
+	// without citations: the Markdown report cites Rows, Doubted and
+	// Files in a footnote.
 	Text    string
 	Rows    []string
 	Doubted []string
+	// Files are the base names of the results files Rows come from.
+	Files []string
 }
 
-// String renders the recommendation as one Markdown list item's text.
+// String renders the recommendation as plain text, citations inline: the
+// text, its rows and, when some are doubted, a warning.
 func (r Recommendation) String() string {
-	s := r.Text + " (rows: " + strings.Join(r.Rows, ", ") + ")."
+	s := strings.TrimSuffix(r.Text, ".") + " (rows: " + strings.Join(r.Rows, ", ") + ")."
 	if len(r.Doubted) > 0 {
-		s += " Rests on doubted rows (" + strings.Join(r.Doubted, ", ") + "): rerun on a quiet host before acting on it."
+		s += " " + doubtNote(r.Doubted)
 	}
 	return s
+}
+
+func doubtNote(rows []string) string {
+	return "Rests on doubted rows (" + strings.Join(rows, ", ") + "): rerun on a quiet host before acting on it."
 }
 
 // ref names a campaign's kind in citations: "coldstart", or "coldstart#2"
@@ -51,7 +69,7 @@ func (r *Report) ref(c *Campaign, kind string) string {
 }
 
 type cite struct {
-	rows, doubted []string
+	rows, doubted, files []string
 }
 
 func (c *cite) add(ref, doubt string) {
@@ -66,8 +84,495 @@ func (c *cite) add(ref, doubt string) {
 	}
 }
 
-func (c *cite) rec(format string, args ...any) Recommendation {
-	return Recommendation{Text: fmt.Sprintf(format, args...), Rows: c.rows, Doubted: c.doubted}
+// from records the results files of cs.
+func (c *cite) from(cs ...*Campaign) {
+	for _, x := range cs {
+		if x.File != "" {
+			c.files = appendUnique(c.files, filepath.Base(x.File))
+		}
+	}
+}
+
+func (c *cite) rec(text string) Recommendation {
+	return Recommendation{Text: text, Rows: append([]string(nil), c.rows...),
+		Doubted: append([]string(nil), c.doubted...), Files: append([]string(nil), c.files...)}
+}
+
+// held is a comparison a rule looked at and did not act on, and why:
+// the report lists these in one table under the recommendations.
+type held struct {
+	ref string // the campaign's citation name ("coldstart#1")
+	row ComparisonRow
+	why string
+}
+
+// Why a comparison is not acted on.
+const (
+	whyNoDifference = "no difference detected"
+	whyTooFew       = "too few runs for an interval"
+	whyNoSamples    = "no samples in the file to test"
+	whyNoRatio      = "no ratio: a value is not positive"
+)
+
+// judge says why a comparison is not acted on ("" when it is), and
+// whether it is settled: both sides hold the runs a median interval needs
+// (stats.MinRunsForInterval) and the ratio's interval is bounded. Only a
+// settled comparison is acted on, and only when significant and at least
+// the minimum effect in size; a settled one that is not says the two
+// sides start (or spend) alike.
+func (r *Report) judge(cr ComparisonRow) (why string, settled bool) {
+	min := stats.MinRunsForInterval(r.confidence())
+	switch {
+	case cr.NA == 0 || cr.NB == 0:
+		return whyNoSamples, false
+	case cr.Ratio == nil:
+		return whyNoRatio, false
+	case cr.NA < min || cr.NB < min || cr.RatioCILow == nil || cr.RatioCIHigh == nil || *cr.RatioCILow <= 0:
+		return whyTooFew, false
+	case cr.Actionable:
+		return "", true
+	case cr.Verdict == string(stats.NoDifference):
+		return whyNoDifference, true
+	}
+	return fmt.Sprintf("difference under %.0f%%", 100*r.minEffect()), true
+}
+
+// alike: a settled comparison that is not acted on.
+func (r *Report) alike(cr ComparisonRow) bool {
+	why, settled := r.judge(cr)
+	return settled && why != ""
+}
+
+// factor renders a ratio: "1.18×", "12.8×".
+func factor(x float64) string { return fig(x) + "×" }
+
+func fig(x float64) string {
+	if x >= 9.995 {
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// ratioOf is a settled comparison's ratio and interval, "[1.13, 1.27]",
+// inverted (b over a) when invert: the factor by which a is faster.
+func ratioOf(cr ComparisonRow, invert bool) (float64, string) {
+	x, lo, hi := *cr.Ratio, *cr.RatioCILow, *cr.RatioCIHigh
+	if invert {
+		x, lo, hi = 1/x, 1/hi, 1/lo
+	}
+	return x, "[" + fig(lo) + ", " + fig(hi) + "]"
+}
+
+// pEq renders "p<0.001" or "p=0.026".
+func pEq(p float64) string {
+	if t := pText(p); strings.HasPrefix(t, "<") {
+		return "p" + t
+	}
+	return "p=" + pText(p)
+}
+
+// prose ends a verdict with as many of its clauses as fit in maxProse
+// characters, in their order, each after "; ", and a full stop.
+func prose(verdict string, clauses ...string) string {
+	s := verdict
+	for _, c := range clauses {
+		if c != "" && utf8.RuneCountInString(s+"; "+c+".") <= maxProse {
+			s += "; " + c
+		}
+	}
+	return s + "."
+}
+
+func capFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// within names c in prose (" in coldstart#2") when the report holds
+// several campaigns of its kind, "" when one.
+func (r *Report) within(c *Campaign, kind string) string {
+	if ref := r.ref(c, kind); ref != kind {
+		return " in " + ref
+	}
+	return ""
+}
+
+func mibPair(a, b int64) string {
+	return fmt.Sprintf("%.1f vs %.1f MiB", float64(a)/(1<<20), float64(b)/(1<<20))
+}
+
+// recommendationsSection writes the recommendations under their heading.
+func (r *Report) recommendationsSection(m *mdw) {
+	m.p("## Recommendations\n\n")
+	r.recommendationsBody(m)
+}
+
+// recommendationsBody writes one bullet per recommendation, each with a
+// footnote citing its rows and files, then the comparisons the rules did
+// not act on in one table, then the footnotes. Footnote labels are
+// "r1", "r2", … so that other sections can hold footnotes of their own.
+func (r *Report) recommendationsBody(m *mdw) {
+	recs, hs := r.recommend()
+	switch {
+	case len(recs) == 0 && len(hs) == 0:
+		m.p("None: no budget, density or steady step has two arms to compare.\n\n")
+	case len(recs) == 0:
+		m.p("None: no comparison against the baseline shows a difference worth acting on (below).\n\n")
+	}
+	for i, rec := range recs {
+		mark := ""
+		if len(rec.Doubted) > 0 {
+			mark = "†"
+		}
+		m.p("- %s%s[^r%d]\n", rec.Text, mark, i+1)
+	}
+	if len(recs) > 0 {
+		m.p("\n")
+	}
+	if len(hs) > 0 {
+		m.p("**Not acted on**: the comparisons the rules above looked at and did not recommend on, each for the reason given: "+
+			"%s, a difference under %.0f%%, or %s (fewer than %d a side, or an unbounded interval). "+
+			"\"runs to detect\" estimates the runs per side a %.0f%% difference would need at the spread seen.\n\n",
+			whyNoDifference, 100*r.minEffect(), whyTooFew, stats.MinRunsForInterval(r.confidence()), 100*r.minEffect())
+		var rows [][]string
+		for _, h := range hs {
+			c := h.row
+			p, n, need := "–", "–", ""
+			if c.NA > 0 || c.PValue > 0 {
+				p = pText(c.PValue)
+			}
+			if c.NA > 0 && c.NB > 0 {
+				n = fmt.Sprintf("%d+%d", c.NA, c.NB)
+			}
+			if c.RunsToDetect > 0 {
+				need = fmt.Sprint(c.RunsToDetect)
+			}
+			ratio := ratioText(c)
+			if c.Ratio == nil && c.MedianA != nil && c.MedianB != nil && *c.MedianB > 0 {
+				ratio = fmt.Sprintf("%.3f× (medians)", *c.MedianA / *c.MedianB)
+			}
+			rows = append(rows, []string{strings.TrimSpace(h.ref + " " + c.Scope), c.Metric, c.A + " vs " + c.B, ratio, p, n, need, h.why})
+		}
+		m.table([]string{"scope", "metric", "a vs b", fmt.Sprintf("a/b [%.0f%% CI]", 100*r.confidence()), "p", "n",
+			fmt.Sprintf("runs to detect %.0f%%", 100*r.minEffect()), "why"}, rows)
+	}
+	for i, rec := range recs {
+		m.p("[^r%d]: %s", i+1, strings.Join(rec.Rows, ", "))
+		if len(rec.Files) > 0 {
+			m.p(" (`%s`)", strings.Join(rec.Files, "`, `"))
+		}
+		m.p(".")
+		if len(rec.Doubted) > 0 {
+			m.p(" † %s", doubtNote(rec.Doubted))
+		}
+		m.p("\n")
+	}
+	if len(recs) > 0 {
+		m.p("\n")
+	}
+}
+
+// Recommendations derives conclusions from the campaigns, each arm set
+// against the baseline: under each budget of each cold-start campaign the
+// arm to ship and the arms to avoid (coldRecs), whether that arm changes
+// with the budget (budgetRecs), the arms that take less or more idle
+// memory (densityRecs), whether one arm wins both start and density
+// (tradeoffRecs), server CPU per call, calls per second, HTTP against gRPC
+// and load (steadyRecs), and image pulls (pullRecs). Each rests only on
+// comparisons with enough runs for an interval, a significant difference
+// and at least the minimum effect; nothing is said that the data does not
+// show.
+func (r *Report) Recommendations() []Recommendation {
+	recs, _ := r.recommend()
+	return recs
+}
+
+// recommend runs every rule: the recommendations, and the comparisons
+// looked at and not acted on.
+func (r *Report) recommend() ([]Recommendation, []held) {
+	var out []Recommendation
+	var hs []held
+	add := func(rs []Recommendation, h []held) {
+		out = append(out, rs...)
+		hs = append(hs, h...)
+	}
+	picks := map[*Campaign][]StartPick{}
+	for _, p := range r.StartPicks() {
+		picks[p.Campaign] = append(picks[p.Campaign], p)
+	}
+	for _, c := range r.Campaigns {
+		add(r.coldRecs(c, picks[c]))
+		out = append(out, r.budgetRecs(c, picks[c])...)
+	}
+	for _, c := range r.Campaigns {
+		add(r.densityRecs(c))
+	}
+	for _, c := range r.Campaigns {
+		out = append(out, r.tradeoffRecs(c, picks[c])...)
+	}
+	for _, c := range r.Campaigns {
+		add(r.steadyRecs(c))
+	}
+	add(r.pullRecs())
+	return out, hs
+}
+
+// StartPick is the verdict on one budget of one cold-start campaign: the
+// arm to ship for the first RPC after a scale from zero, set against the
+// baseline.
+type StartPick struct {
+	Campaign *Campaign
+	Budget   string
+	// Baseline is the arm the others are compared against (BaselineOf).
+	Baseline string
+	// Arm is the arm to ship: of the arms that start faster than Baseline
+	// on a settled comparison (enough runs for an interval) by at least
+	// the minimum effect, the fastest; Baseline when none does.
+	Arm string
+	// Start is Arm's first_rpc_ms against Baseline's; the zero row when
+	// Arm is Baseline.
+	Start ComparisonRow
+	// Alike are the arms that start alike with Arm (settled, no
+	// difference worth acting on), Arm first.
+	Alike []string
+	// Compared holds every other arm's first_rpc_ms against Baseline's;
+	// Faster and Slower those acted on, fastest and slowest first.
+	Compared, Faster, Slower []ComparisonRow
+	// Settled: every comparison in Compared rests on enough runs for an
+	// interval. When false, Arm is the fastest of only those that do.
+	Settled bool
+
+	summaries map[string]Summary
+}
+
+// StartPicks are the StartPick of every budget of every cold-start
+// campaign where two arms or more have a median, in the report's order.
+func (r *Report) StartPicks() []StartPick {
+	var out []StartPick
+	for _, c := range r.Campaigns {
+		for _, b := range budgetsOf(c.Summaries, func(s Summary) string { return s.Budget }) {
+			if p, ok := r.startPick(c, b); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func (r *Report) startPick(c *Campaign, b string) (StartPick, bool) {
+	var arms []string
+	by := map[string]Summary{}
+	for _, s := range c.Summaries {
+		if s.Budget == b && s.Runs > 0 && s.MedianMs > 0 && !contains(arms, s.Arm) {
+			arms = append(arms, s.Arm)
+			by[s.Arm] = s
+		}
+	}
+	if len(arms) < 2 {
+		return StartPick{}, false
+	}
+	p := StartPick{Campaign: c, Budget: b, Baseline: r.BaselineOf(arms), summaries: by}
+	p.Arm, p.Settled = p.Baseline, true
+	samples := coldSamples(c)
+	cmp := func(a, base string) ComparisonRow {
+		cr := r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, samples[[2]string{a, b}], samples[[2]string{base, b}], stats.LessIsFaster)
+		if cr.NA == 0 || cr.NB == 0 { // no samples: the summaries' medians, untested
+			ma, mb := by[a].MedianMs, by[base].MedianMs
+			cr.MedianA, cr.MedianB, cr.PValue = &ma, &mb, 0
+		}
+		return cr
+	}
+	for _, a := range arms {
+		if a == p.Baseline {
+			continue
+		}
+		cr := cmp(a, p.Baseline)
+		p.Compared = append(p.Compared, cr)
+		why, settled := r.judge(cr)
+		p.Settled = p.Settled && settled
+		switch {
+		case why != "":
+		case *cr.Ratio < 1:
+			p.Faster = append(p.Faster, cr)
+		default:
+			p.Slower = append(p.Slower, cr)
+		}
+	}
+	sort.SliceStable(p.Faster, func(i, j int) bool { return *p.Faster[i].Ratio < *p.Faster[j].Ratio })
+	sort.SliceStable(p.Slower, func(i, j int) bool { return *p.Slower[i].Ratio > *p.Slower[j].Ratio })
+	if len(p.Faster) > 0 {
+		p.Arm, p.Start = p.Faster[0].A, p.Faster[0]
+	}
+	p.Alike = []string{p.Arm}
+	for _, a := range arms {
+		if a != p.Arm && r.alike(cmp(a, p.Arm)) {
+			p.Alike = append(p.Alike, a)
+		}
+	}
+	return p, true
+}
+
+// held lists the comparisons against the baseline that were not acted on.
+func (p StartPick) held(r *Report) []held {
+	var out []held
+	for _, cr := range p.Compared {
+		if why, _ := r.judge(cr); why != "" {
+			out = append(out, held{ref: r.ref(p.Campaign, "coldstart"), row: cr, why: why})
+		}
+	}
+	return out
+}
+
+// under scopes a cold-start verdict: "Under cpus=0", "Under cpus=0 in
+// coldstart#2".
+func (r *Report) under(c *Campaign, budget string) string {
+	return "Under " + budget + r.within(c, "coldstart")
+}
+
+// coldRecs: per budget, the arm to ship when one starts faster than the
+// baseline; per arm, the budgets under which it starts slower (avoid it).
+func (r *Report) coldRecs(c *Campaign, picks []StartPick) ([]Recommendation, []held) {
+	var out []Recommendation
+	var hs []held
+	type slow struct {
+		p  StartPick
+		cr ComparisonRow
+	}
+	var order []string
+	slower := map[string][]slow{}
+	for _, p := range picks {
+		hs = append(hs, p.held(r)...)
+		if p.Arm != p.Baseline {
+			out = append(out, r.shipRec(p))
+		}
+		for _, cr := range p.Slower {
+			k := cr.A + "\x00" + cr.B
+			if _, ok := slower[k]; !ok {
+				order = append(order, k)
+			}
+			slower[k] = append(slower[k], slow{p, cr})
+		}
+	}
+	cs := r.ref(c, "coldstart")
+	for _, k := range order {
+		ss := slower[k]
+		arm, base := ss[0].cr.A, ss[0].cr.B
+		var ct cite
+		ct.from(c)
+		var each []string
+		lo, hi, pmax := math.Inf(1), 0.0, 0.0
+		for _, s := range ss {
+			ct.add(cs+" "+arm+"/"+s.p.Budget, s.p.summaries[arm].Doubt())
+			ct.add(cs+" "+base+"/"+s.p.Budget, s.p.summaries[base].Doubt())
+			x, ci := ratioOf(s.cr, false)
+			each = append(each, fmt.Sprintf("%s %s %s", s.p.Budget, factor(x), ci))
+			lo, hi, pmax = math.Min(lo, x), math.Max(hi, x), math.Max(pmax, s.cr.PValue)
+		}
+		var text string
+		if len(ss) == 1 {
+			x, ci := ratioOf(ss[0].cr, false)
+			text = fmt.Sprintf("%s, avoid %s: it starts %s slower than %s %s, %s", r.under(c, ss[0].p.Budget), arm, factor(x), base, ci, pEq(pmax))
+		} else {
+			which := "under every budget"
+			if len(ss) < len(picks) {
+				var bs []string
+				for _, s := range ss {
+					bs = append(bs, s.p.Budget)
+				}
+				which = "under " + strings.Join(bs, ", ")
+			}
+			avoid := "Avoid"
+			if r.within(c, "coldstart") != "" {
+				avoid = "In " + cs + ", avoid"
+			}
+			ps := pEq(pmax) + " each"
+			if pmax >= 0.001 {
+				ps = "p≤" + pText(pmax)
+			}
+			text = fmt.Sprintf("%s %s: it starts slower than %s %s (%s), %s", avoid, arm, base, which, strings.Join(each, ", "), ps)
+			if utf8.RuneCountInString(text) > maxProse {
+				text = fmt.Sprintf("%s %s: it starts %s–%s slower than %s %s, %s", avoid, arm, fig(lo), factor(hi), base, which, ps)
+			}
+		}
+		out = append(out, ct.rec(prose(text)))
+	}
+	return out, hs
+}
+
+// shipRec says which arm to ship under a budget, against the baseline,
+// with what it costs in memory and binary size.
+func (r *Report) shipRec(p StartPick) Recommendation {
+	c, b, a, base := p.Campaign, p.Budget, p.Arm, p.Baseline
+	cs := r.ref(c, "coldstart")
+	var ct cite
+	ct.from(c)
+	ct.add(cs+" "+a+"/"+b, p.summaries[a].Doubt())
+	ct.add(cs+" "+base+"/"+b, p.summaries[base].Doubt())
+	x, ci := ratioOf(p.Start, true)
+	verdict := fmt.Sprintf("%s, ship %s: it starts %s faster than %s %s, %s", r.under(c, b), a, factor(x), base, ci, pEq(p.Start.PValue))
+	var idle, size, also, cpu string
+	if dca, da, ok := r.densityFor(c, a, b); ok {
+		if dcb, db, ok := r.densityFor(c, base, b); ok {
+			ct.from(dca, dcb)
+			ct.add(r.ref(dca, "density")+" "+a+"/"+da.Budget, dca.densityDoubt(da))
+			ct.add(r.ref(dcb, "density")+" "+base+"/"+db.Budget, dcb.densityDoubt(db))
+			idle = mibPair(da.PSSBytes, db.PSSBytes) + " idle PSS"
+		}
+	}
+	if sa, sb := p.summaries[a].SizeBytes, p.summaries[base].SizeBytes; sa > 0 && sb > 0 && sa != sb {
+		size = mibPair(sa, sb) + " binary"
+	}
+	var others []string
+	for _, cr := range p.Faster[1:] {
+		y, _ := ratioOf(cr, true)
+		others = append(others, fmt.Sprintf("%s %s", cr.A, factor(y)))
+	}
+	if len(others) > 0 {
+		also = "also faster than " + base + ": " + strings.Join(others, ", ")
+	}
+	cpuSamples := startupCPUSamples(c)
+	if xa, xb := cpuSamples[[2]string{a, b}], cpuSamples[[2]string{base, b}]; len(xa) > 0 && len(xb) > 0 {
+		cr := r.compare("arms", c.Label, "budget="+b, "startup_cpu_ms", a, base, xa, xb, stats.Neutral)
+		if why, _ := r.judge(cr); why == "" {
+			y, yci := ratioOf(cr, false)
+			cpu = fmt.Sprintf("%s %s's startup CPU %s", factor(y), base, yci)
+		}
+	}
+	return ct.rec(prose(verdict, idle, size, also, cpu))
+}
+
+// budgetRecs: within one campaign (one server, one set of arms), whether
+// the arm to ship changes with the budget. A budget where several arms
+// start alike agrees with any of them.
+func (r *Report) budgetRecs(c *Campaign, picks []StartPick) []Recommendation {
+	if len(picks) < 2 {
+		return nil
+	}
+	count := map[string]int{}
+	for _, p := range picks {
+		for _, a := range p.Alike {
+			count[a]++
+		}
+	}
+	for _, n := range count {
+		if n == len(picks) {
+			return nil
+		}
+	}
+	cs := r.ref(c, "coldstart")
+	var ct cite
+	ct.from(c)
+	var parts []string
+	for _, p := range picks {
+		parts = append(parts, strings.Join(p.Alike, " or ")+" under "+p.Budget)
+		for _, a := range p.Alike {
+			ct.add(cs+" "+a+"/"+p.Budget, p.summaries[a].Doubt())
+		}
+	}
+	return []Recommendation{ct.rec(prose(fmt.Sprintf("Build for the budget your pods get: the arm to ship%s changes with it, %s",
+		r.within(c, "coldstart"), strings.Join(parts, ", "))))}
 }
 
 // densityFor finds the density row of arm measured on the same binary as
@@ -138,41 +643,301 @@ func sameBinary(a, b *Campaign, arm string) bool {
 	return sameServer(a, b)
 }
 
-// densest finds c's densest density row among arms (all arms when nil)
-// and the arms whose idle PSS is not told apart from it (no significant
-// difference of at least the minimum effect over the instances' samples),
-// the densest first, with the comparison of each in words.
-func (r *Report) densest(c *Campaign, arms map[string]bool) (DensityRow, []string, []string, bool) {
-	var rows []DensityRow
+// densityPick is the verdict on one budget of one density campaign: the
+// arm taking the least idle PSS against the baseline.
+type densityPick struct {
+	c              *Campaign
+	budget         string
+	base, arm      string // arm = base when no arm takes less
+	rows           map[string]DensityRow
+	compared       []ComparisonRow // every other arm against base
+	settled        bool            // every one of compared is
+	lower, higher  []ComparisonRow // acted on, furthest first
+	alike          []string        // alike with arm, arm first
+	lowest, widest DensityRow      // the least and most PSS per instance
+}
+
+// densityPick compares the idle PSS of c's arms (those in arms; all when
+// nil) under budget with the baseline's, over the instances' samples.
+func (r *Report) densityPick(c *Campaign, budget string, arms map[string]bool) (densityPick, bool) {
+	p := densityPick{c: c, budget: budget, rows: map[string]DensityRow{}}
+	var order []string
 	for _, d := range c.Density {
-		if arms == nil || arms[d.Arm] {
-			rows = append(rows, d)
+		if d.Budget == budget && d.PSSBytes > 0 && (arms == nil || arms[d.Arm]) && !contains(order, d.Arm) {
+			order = append(order, d.Arm)
+			p.rows[d.Arm] = d
+			if p.lowest.Arm == "" || d.PSSBytes < p.lowest.PSSBytes {
+				p.lowest = d
+			}
+			if d.PSSBytes > p.widest.PSSBytes {
+				p.widest = d
+			}
 		}
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].PSSBytes < rows[j].PSSBytes })
-	if len(rows) < 2 || rows[0].PSSBytes <= 0 {
-		return DensityRow{}, nil, nil, false
+	if len(order) < 2 {
+		return p, false
 	}
-	d := rows[0]
 	pss := map[string][]float64{}
 	for _, x := range c.DensitySamples {
-		if x.Budget == d.Budget && x.PSSBytes > 0 {
+		if x.Budget == budget && x.PSSBytes > 0 {
 			pss[x.Arm] = append(pss[x.Arm], float64(x.PSSBytes))
 		}
 	}
-	alike := []string{d.Arm}
-	var text []string
-	for _, x := range rows[1:] {
-		if x.Budget != d.Budget || len(pss[d.Arm]) == 0 || len(pss[x.Arm]) == 0 {
+	cmp := func(a, base string) ComparisonRow {
+		cr := r.compare("arms", c.Label, "budget="+budget, "idle_pss_bytes", a, base, pss[a], pss[base], stats.Neutral)
+		if cr.NA == 0 || cr.NB == 0 {
+			ma, mb := float64(p.rows[a].PSSBytes), float64(p.rows[base].PSSBytes)
+			cr.MedianA, cr.MedianB, cr.PValue = &ma, &mb, 0
+		}
+		return cr
+	}
+	p.base = r.BaselineOf(order)
+	p.arm, p.settled = p.base, true
+	for _, a := range order {
+		if a == p.base {
 			continue
 		}
-		cr := r.compare("arms", c.Label, "budget="+d.Budget, "idle_pss_bytes", x.Arm, d.Arm, pss[x.Arm], pss[d.Arm], stats.Neutral)
-		if !cr.Actionable {
-			alike = append(alike, x.Arm)
-			text = append(text, fmt.Sprintf("%s (%s/%s %s, p=%s)", x.Arm, x.Arm, d.Arm, ratioText(cr), pText(cr.PValue)))
+		cr := cmp(a, p.base)
+		p.compared = append(p.compared, cr)
+		why, settled := r.judge(cr)
+		p.settled = p.settled && settled
+		switch {
+		case why != "":
+		case *cr.Ratio < 1:
+			p.lower = append(p.lower, cr)
+		default:
+			p.higher = append(p.higher, cr)
 		}
 	}
-	return d, alike, text, true
+	sort.SliceStable(p.lower, func(i, j int) bool { return *p.lower[i].Ratio < *p.lower[j].Ratio })
+	sort.SliceStable(p.higher, func(i, j int) bool { return *p.higher[i].Ratio > *p.higher[j].Ratio })
+	if len(p.lower) > 0 {
+		p.arm = p.lower[0].A
+	}
+	p.alike = []string{p.arm}
+	for _, a := range order {
+		if a != p.arm && r.alike(cmp(a, p.arm)) {
+			p.alike = append(p.alike, a)
+		}
+	}
+	return p, true
+}
+
+// forMemory scopes a density verdict: "For idle memory", "For idle memory
+// under max in density#2".
+func (r *Report) forMemory(p densityPick) string {
+	s := "For idle memory"
+	if len(budgetsOf(p.c.Density, func(d DensityRow) string { return d.Budget })) > 1 {
+		s += " under " + p.budget
+	}
+	return s + r.within(p.c, "density")
+}
+
+// densityRecs: per density campaign and budget, the arm that takes less
+// idle PSS than the baseline (prefer it) and those that take more (avoid
+// them).
+func (r *Report) densityRecs(c *Campaign) ([]Recommendation, []held) {
+	var out []Recommendation
+	var hs []held
+	ds := r.ref(c, "density")
+	for _, b := range budgetsOf(c.Density, func(d DensityRow) string { return d.Budget }) {
+		p, ok := r.densityPick(c, b, nil)
+		if !ok {
+			continue
+		}
+		for _, cr := range p.compared {
+			if why, _ := r.judge(cr); why != "" {
+				hs = append(hs, held{ref: ds, row: cr, why: why})
+			}
+		}
+		one := func(cr ComparisonRow, verb string, extra ...string) Recommendation {
+			a, base := p.rows[cr.A], p.rows[cr.B]
+			var ct cite
+			ct.from(c)
+			ct.add(ds+" "+a.Arm+"/"+b, c.densityDoubt(a))
+			ct.add(ds+" "+base.Arm+"/"+b, c.densityDoubt(base))
+			x, ci := ratioOf(cr, false)
+			verdict := fmt.Sprintf("%s, %s %s: it takes %s %s's PSS per idle instance %s, %s", r.forMemory(p), verb, a.Arm, factor(x), base.Arm, ci, pEq(cr.PValue))
+			clauses := []string{mibPair(a.PSSBytes, base.PSSBytes)}
+			clauses = append(clauses, extra...)
+			if (a.RSSBytes-base.RSSBytes)*(a.PSSBytes-base.PSSBytes) < 0 {
+				clauses = append(clauses, fmt.Sprintf("RSS ranks them the other way (%s): it counts shared pages in full for every instance, PSS divides them", mibPair(a.RSSBytes, base.RSSBytes)))
+			}
+			return ct.rec(prose(verdict, clauses...))
+		}
+		if p.arm != p.base {
+			a, base := p.rows[p.arm], p.rows[p.base]
+			hold := fmt.Sprintf("1 GiB holds about %d idle instances against %d", (1<<30)/a.PSSBytes, (1<<30)/base.PSSBytes)
+			as := ""
+			if len(p.alike) > 1 {
+				as = strings.Join(p.alike[1:], ", ") + " is as small (not told apart)"
+			}
+			out = append(out, one(p.lower[0], "prefer", as, hold))
+		}
+		for _, cr := range p.higher {
+			out = append(out, one(cr, "avoid"))
+		}
+	}
+	return out, hs
+}
+
+// tradeoffRecs sets start against density, per cold-start campaign: the
+// density campaign of the same server that shares the most arms with it,
+// and only the arms both measured. No trade-off when one arm starts
+// fastest (or alike) under every budget and packs densest (or alike);
+// the verdict names that arm, and the arms that pack as densely but start
+// slower than the baseline.
+func (r *Report) tradeoffRecs(c *Campaign, picks []StartPick) []Recommendation {
+	if len(picks) == 0 {
+		return nil
+	}
+	arms := map[string]bool{}
+	for _, s := range c.Summaries {
+		arms[s.Arm] = true
+	}
+	var dc *Campaign
+	best := 1
+	for _, x := range r.Campaigns {
+		n := 0
+		for _, d := range x.Density {
+			if arms[d.Arm] && sameBinary(c, x, d.Arm) {
+				n++
+			}
+		}
+		if n > best {
+			dc, best = x, n
+		}
+	}
+	if dc == nil {
+		return nil
+	}
+	common := map[string]bool{}
+	for _, d := range dc.Density {
+		if arms[d.Arm] && sameBinary(c, dc, d.Arm) {
+			common[d.Arm] = true
+		}
+	}
+	var dp densityPick
+	ok := false
+	for _, b := range budgetsOf(dc.Density, func(d DensityRow) string { return d.Budget }) {
+		if dp, ok = r.densityPick(dc, b, common); ok {
+			break
+		}
+	}
+	// Either side resting on a comparison without an interval leaves the
+	// question open.
+	if !ok || !dp.settled {
+		return nil
+	}
+	for _, p := range picks {
+		if !p.Settled {
+			return nil
+		}
+	}
+	cs, ds := r.ref(c, "coldstart"), r.ref(dc, "density")
+	var ct cite
+	ct.from(c, dc)
+	startsBest := func(a string) bool {
+		for _, p := range picks {
+			if !contains(p.Alike, a) {
+				return false
+			}
+		}
+		return true
+	}
+	// slowerText: "starts 5.43–5.61× slower than default", when a starts
+	// slower than the baseline under every budget.
+	slowerText := func(a string) string {
+		lo, hi := math.Inf(1), 0.0
+		base := ""
+		for _, p := range picks {
+			found := false
+			for _, cr := range p.Slower {
+				if cr.A == a {
+					x, _ := ratioOf(cr, false)
+					lo, hi, base, found = math.Min(lo, x), math.Max(hi, x), cr.B, true
+				}
+			}
+			if !found {
+				return ""
+			}
+		}
+		if lo == hi {
+			return fmt.Sprintf("starts %s slower than %s", factor(hi), base)
+		}
+		return fmt.Sprintf("starts %s–%s slower than %s", fig(lo), factor(hi), base)
+	}
+	scope := ""
+	if cs != "coldstart" || ds != "density" {
+		scope = " in " + cs + " and " + ds
+	}
+	idle := func(a string) string {
+		if a == dp.base {
+			return ""
+		}
+		return fmt.Sprintf("%s idle PSS against %s", mibPair(dp.rows[a].PSSBytes, dp.rows[dp.base].PSSBytes), dp.base)
+	}
+	for _, a := range dp.alike {
+		if !startsBest(a) {
+			continue
+		}
+		for _, p := range picks {
+			ct.add(cs+" "+a+"/"+p.Budget, p.summaries[a].Doubt())
+		}
+		ct.add(ds+" "+a+"/"+dp.budget, dc.densityDoubt(dp.rows[a]))
+		ct.add(ds+" "+dp.base+"/"+dp.budget, dc.densityDoubt(dp.rows[dp.base]))
+		var slow []string
+		for _, x := range dp.alike {
+			if t := slowerText(x); t != "" && x != a {
+				slow = append(slow, x+" packs as densely but "+t)
+				for _, p := range picks {
+					ct.add(cs+" "+x+"/"+p.Budget, p.summaries[x].Doubt())
+					ct.add(cs+" "+p.Baseline+"/"+p.Budget, p.summaries[p.Baseline].Doubt())
+				}
+			}
+		}
+		verdict := fmt.Sprintf("No trade-off%s: %s starts fastest or alike under every budget and packs densest or alike", scope, a)
+		return []Recommendation{ct.rec(prose(verdict, append([]string{idle(a)}, slow...)...))}
+	}
+	// A trade-off: which arms start fastest under the budgets where none
+	// of the densest does.
+	ct.add(ds+" "+dp.arm+"/"+dp.budget, dc.densityDoubt(dp.rows[dp.arm]))
+	ct.add(ds+" "+dp.base+"/"+dp.budget, dc.densityDoubt(dp.rows[dp.base]))
+	var order []string
+	under := map[string][]string{}
+	for _, p := range picks {
+		agree := false
+		for _, a := range dp.alike {
+			agree = agree || contains(p.Alike, a)
+		}
+		if agree {
+			continue
+		}
+		if _, ok := under[p.Arm]; !ok {
+			order = append(order, p.Arm)
+		}
+		under[p.Arm] = append(under[p.Arm], p.Budget)
+		ct.add(cs+" "+p.Arm+"/"+p.Budget, p.summaries[p.Arm].Doubt())
+	}
+	var fastest []string
+	for _, a := range order {
+		fastest = append(fastest, a+" starts fastest under "+joinAnd(under[a]))
+	}
+	verdict := fmt.Sprintf("Trade-off%s: %s packs densest, but %s; choose by what costs you more, first-request latency after a scale from zero or idle memory",
+		scope, dp.arm, strings.Join(fastest, ", "))
+	slow := slowerText(dp.arm)
+	if slow != "" {
+		slow = dp.arm + " " + slow
+	}
+	return []Recommendation{ct.rec(prose(verdict, idle(dp.arm), slow))}
+}
+
+// joinAnd joins "a, b and c".
+func joinAnd(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // budgetsOf lists the budgets of rows in first-seen order.
@@ -188,269 +953,48 @@ func budgetsOf[T any](rows []T, budget func(T) string) []string {
 	return out
 }
 
-// recommendationsSection writes the recommendations under their heading.
-func (r *Report) recommendationsSection(m *mdw) {
-	m.p("## Recommendations\n\n")
-	recs := r.Recommendations()
-	if len(recs) == 0 {
-		m.p("None: no budget, density or steady step has two arms to compare.\n\n")
-	}
-	for _, rec := range recs {
-		m.p("- %s\n", rec)
-	}
-	if len(recs) > 0 {
-		m.p("\n")
-	}
-}
-
-// Recommendations derives conclusions from the campaigns: the fastest
-// start under each budget and what it costs in memory, the densest arm, the
-// least server CPU per call and the most calls per second, gRPC against
-// REST, and whether one arm wins both start and density. Each cites its
-// rows; nothing is said that the data does not show.
-func (r *Report) Recommendations() []Recommendation {
-	var out []Recommendation
-	// winners: per cold-start campaign and budget, the fastest arm and the
-	// arms that start alike with it.
-	type win struct {
-		ref, budget string
-		arms        []string
-	}
-	wins := map[*Campaign][]win{}
-	for _, c := range r.Campaigns {
-		cs := r.ref(c, "coldstart")
-		for _, b := range budgetsOf(c.Summaries, func(s Summary) string { return s.Budget }) {
-			var ss []Summary
-			for _, s := range c.Summaries {
-				if s.Budget == b && s.Runs > 0 && s.MedianMs > 0 {
-					ss = append(ss, s)
-				}
-			}
-			if len(ss) < 2 {
-				continue
-			}
-			sort.SliceStable(ss, func(i, j int) bool { return ss[i].MedianMs < ss[j].MedianMs })
-			f, n, slow := ss[0], ss[1], ss[len(ss)-1]
-			w := win{ref: cs, budget: b, arms: []string{f.Arm}}
-			samples := coldSamples(c)
-			for _, s := range ss[1:] {
-				if r.alikeCold(samples, f, s) {
-					w.arms = append(w.arms, s.Arm)
-				}
-			}
-			wins[c] = append(wins[c], w)
-			var ct cite
-			ct.add(cs+" "+f.Arm+"/"+b, f.Doubt())
-			ct.add(cs+" "+n.Arm+"/"+b, n.Doubt())
-			var text string
-			xf, xn := samples[[2]string{f.Arm, b}], samples[[2]string{n.Arm, b}]
-			switch {
-			case len(xf) == 0 || len(xn) == 0:
-				// No raw samples: medians only, no test, no ranking.
-				text = fmt.Sprintf("Under %s, %s and %s cannot be told apart: the file holds no samples to test (%s vs %s ms median)", b, f.Arm, n.Arm, ms(f.MedianMs), ms(n.MedianMs))
-			case r.alikeCold(samples, f, n):
-				cr := r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", f.Arm, n.Arm, xf, xn, stats.LessIsFaster)
-				text = fmt.Sprintf("Under %s, no difference detected that is worth acting on between %s and %s (%s vs %s ms median; %s/%s %s, p=%s, n=%d+%d); "+
-					"detecting a %.0f%% difference at this spread would take about %s runs per arm",
-					b, f.Arm, n.Arm, ms(f.MedianMs), ms(n.MedianMs), f.Arm, n.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, 100*r.minEffect(), runsText(cr.RunsToDetect))
-			default:
-				cr := r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", f.Arm, n.Arm, xf, xn, stats.LessIsFaster)
-				text = fmt.Sprintf("Under %s, %s starts fastest, %.2f× faster than %s (%s vs %s ms median; %s/%s %s, p=%s, n=%d+%d)",
-					b, f.Arm, 1 / *cr.Ratio, n.Arm, ms(f.MedianMs), ms(n.MedianMs), f.Arm, n.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB)
-			}
-			dcf, df, okf := r.densityFor(c, f.Arm, b)
-			dcn, dn, okn := r.densityFor(c, n.Arm, b)
-			if okf && okn {
-				ct.add(r.ref(dcf, "density")+" "+f.Arm+"/"+df.Budget, dcf.densityDoubt(df))
-				ct.add(r.ref(dcn, "density")+" "+n.Arm+"/"+dn.Budget, dcn.densityDoubt(dn))
-				d := float64(df.PSSBytes - dn.PSSBytes)
-				switch {
-				case math.Abs(d) < 0.05*float64(max(df.PSSBytes, dn.PSSBytes)):
-					text += fmt.Sprintf("; both take the same PSS per idle instance (%s vs %s)", mib(df.PSSBytes), mib(dn.PSSBytes))
-				case d > 0:
-					text += fmt.Sprintf("; %s costs %s more PSS per idle instance than %s (%s vs %s)", f.Arm, mib(int64(d)), n.Arm, mib(df.PSSBytes), mib(dn.PSSBytes))
-				default:
-					text += fmt.Sprintf("; %s also takes %s less PSS per idle instance than %s (%s vs %s)", f.Arm, mib(int64(-d)), n.Arm, mib(df.PSSBytes), mib(dn.PSSBytes))
-				}
-			}
-			if f.SizeBytes > 0 && n.SizeBytes > 0 && f.SizeBytes != n.SizeBytes {
-				text += fmt.Sprintf("; binaries: %s %s, %s %s", f.Arm, mib(f.SizeBytes), n.Arm, mib(n.SizeBytes))
-			}
-			if slow.Arm != n.Arm {
-				ct.add(cs+" "+slow.Arm+"/"+b, slow.Doubt())
-				text += fmt.Sprintf("; %s is slowest at %s ms median (%.1f× %s)", slow.Arm, ms(slow.MedianMs), slow.MedianMs/f.MedianMs, f.Arm)
-			}
-			out = append(out, ct.rec("%s", text))
-		}
-	}
-	// Does the winner change with the budget? Asked within one campaign
-	// (one server, one set of arms). Only distinct winners count: a budget
-	// where several arms start alike agrees with any of them.
-	for _, c := range r.Campaigns {
-		cw := wins[c]
-		if len(cw) < 2 {
-			continue
-		}
-		common := map[string]int{}
-		for _, w := range cw {
-			for _, a := range w.arms {
-				common[a]++
-			}
-		}
-		shared := false
-		for _, n := range common {
-			if n == len(cw) {
-				shared = true
-			}
-		}
-		if !shared {
-			var ct cite
-			var parts []string
-			for _, w := range cw {
-				parts = append(parts, strings.Join(w.arms, "/")+" under "+w.budget)
-				for _, a := range w.arms {
-					ct.add(w.ref+" "+a+"/"+w.budget, "")
-				}
-			}
-			out = append(out, ct.rec("In %s the fastest-starting arm changes with the budget: %s; choose the build for the budget your pods get", r.ref(c, "coldstart"), strings.Join(parts, ", ")))
-		}
-	}
-
-	for _, c := range r.Campaigns {
-		if len(c.Density) < 2 {
-			continue
-		}
-		d, _, alikeText, ok := r.densest(c, nil)
-		if !ok {
-			continue
-		}
-		ds := r.ref(c, "density")
-		w := d
-		for _, x := range c.Density {
-			if x.Budget == d.Budget && x.PSSBytes > w.PSSBytes {
-				w = x
-			}
-		}
-		var ct cite
-		ct.add(ds+" "+d.Arm+"/"+d.Budget, c.densityDoubt(d))
-		ct.add(ds+" "+w.Arm+"/"+w.Budget, c.densityDoubt(w))
-		text := fmt.Sprintf("%s packs densest: %s PSS per idle instance against %s for %s (%.1f×); 1 GiB holds about %d idle %s instances or %d %s",
-			d.Arm, mib(d.PSSBytes), mib(w.PSSBytes), w.Arm, float64(w.PSSBytes)/float64(d.PSSBytes),
-			(1<<30)/d.PSSBytes, d.Arm, (1<<30)/max(w.PSSBytes, 1), w.Arm)
-		if d.RSSBytes > w.RSSBytes {
-			text += fmt.Sprintf("; RSS ranks them the other way (%s vs %s): RSS counts shared pages in full for every instance, PSS divides them", mib(d.RSSBytes), mib(w.RSSBytes))
-		}
-		if len(alikeText) > 0 {
-			text += fmt.Sprintf("; no difference worth acting on detected between %s and %s", d.Arm, strings.Join(alikeText, ", "))
-		}
-		out = append(out, ct.rec("%s", text))
-	}
-
-	// Start against density, per cold-start campaign: the density campaign
-	// of the same server that shares the most arms with it, and only the
-	// arms both measured.
-	for _, c := range r.Campaigns {
-		cw := wins[c]
-		if len(cw) == 0 {
-			continue
-		}
-		arms := map[string]bool{}
-		for _, s := range c.Summaries {
-			arms[s.Arm] = true
-		}
-		var dc *Campaign
-		best := 1
-		for _, x := range r.Campaigns {
-			n := 0
-			for _, d := range x.Density {
-				if arms[d.Arm] && sameBinary(c, x, d.Arm) {
-					n++
-				}
-			}
-			if n > best {
-				dc, best = x, n
-			}
-		}
-		if dc == nil {
-			continue
-		}
-		common := map[string]bool{}
-		for _, d := range dc.Density {
-			if arms[d.Arm] && sameBinary(c, dc, d.Arm) {
-				common[d.Arm] = true
-			}
-		}
-		d, alike, _, ok := r.densest(dc, common)
-		if !ok {
-			continue
-		}
-		var ct cite
-		ct.add(r.ref(dc, "density")+" "+d.Arm+"/"+d.Budget, dc.densityDoubt(d))
-		var agree, differ []string
-		for _, w := range cw {
-			a := ""
-			for _, x := range alike {
-				if contains(w.arms, x) {
-					a = x
-					break
-				}
-			}
-			if a != "" {
-				agree = append(agree, w.budget)
-				ct.add(w.ref+" "+a+"/"+w.budget, "")
-			} else {
-				differ = append(differ, strings.Join(w.arms, "/")+" under "+w.budget)
-				for _, x := range w.arms {
-					ct.add(w.ref+" "+x+"/"+w.budget, "")
-				}
-			}
-		}
-		of := fmt.Sprintf("Of the arms in %s and %s", r.ref(c, "coldstart"), r.ref(dc, "density"))
-		if len(differ) == 0 {
-			alikeNote := ""
-			if len(alike) > 1 {
-				alikeNote = " (or alike with it: " + strings.Join(alike[1:], ", ") + ")"
-			}
-			out = append(out, ct.rec("%s, no trade-off: %s packs densest%s and starts fastest (or alike with the fastest) under every budget measured: %s", of, d.Arm, alikeNote, strings.Join(agree, ", ")))
-		} else {
-			out = append(out, ct.rec("%s, a trade-off: %s packs densest, but the fastest start is %s; choose by what costs you more, first-request latency after scale-from-zero or idle memory", of, d.Arm, strings.Join(differ, ", ")))
-		}
-	}
-
-	for _, c := range r.Campaigns {
-		out = append(out, r.steadyRecs(c)...)
-	}
-	return append(out, r.pullRecs()...)
-}
-
-type shape struct {
-	scenario             string
-	payload, conc, conns int
-	depth                int
-	rate                 float64
-}
-
-func shapeOf(s SteadyRow) shape {
-	return shape{s.Scenario, s.PayloadBytes, s.Concurrency, s.Conns, s.Depth, s.RateReq}
-}
-
-func (s shape) String() string {
-	out := fmt.Sprintf("%s %dB c%d", s.scenario, s.payload, s.conc)
-	if s.conns > 1 {
-		out += fmt.Sprintf(" conns%d", s.conns)
-	}
-	if s.rate > 0 {
-		out += fmt.Sprintf(" %.0f/s", s.rate)
-	}
-	return out
-}
-
-func (r *Report) steadyRecs(c *Campaign) []Recommendation {
-	if len(c.Steady) == 0 {
-		return nil
-	}
+// steadyVerdict tests a steady comparison set up by the caller (rows a
+// and b on metric, shown with scope, a and b in the held table): a
+// recommendation from rec when acted on, else a held row.
+func (r *Report) steadyVerdict(c *Campaign, a, b SteadyRow, metric, scope, nameA, nameB string, get func(SteadyRow) float64,
+	rec func(ComparisonRow) string) (string, held) {
 	st := r.ref(c, "steady")
+	cr, tested := r.steadyTest(c, a, b, metric)
+	if !tested {
+		va, vb := get(a), get(b)
+		cr = ComparisonRow{Kind: "arms", Campaign: c.Label, Metric: metric, MedianA: &va, MedianB: &vb}
+	}
+	cr.Scope, cr.A, cr.B = scope, nameA, nameB
+	if !tested {
+		return "", held{ref: st, row: cr, why: fmt.Sprintf("one window each, not tested (`steady run --rounds %d` can)", stats.MinRunsForInterval(r.confidence()))}
+	}
+	if why, _ := r.judge(cr); why != "" {
+		return "", held{ref: st, row: cr, why: why}
+	}
+	return rec(cr), held{}
+}
+
+func (r *Report) steadyRef(c *Campaign, s SteadyRow) string {
+	return fmt.Sprintf("%s %s/%s/%s/%s", r.ref(c, "steady"), s.Arm, s.Budget, s.Protocol, shapeOf(s))
+}
+
+// steadyRecs: per budget and protocol, every arm against the baseline on
+// server CPU per call at the first step all arms ran, and on calls per
+// second at the closed-loop step with the most calls in flight; then
+// protocolRecs and loadRecs.
+func (r *Report) steadyRecs(c *Campaign) ([]Recommendation, []held) {
+	if len(c.Steady) == 0 {
+		return nil, nil
+	}
 	var out []Recommendation
+	var hs []held
+	keep := func(text string, h held, ct *cite) {
+		if text != "" {
+			out = append(out, ct.rec(text))
+		} else {
+			hs = append(hs, h)
+		}
+	}
 	type bp struct{ budget, proto string }
 	var groups []bp
 	seen := map[bp]bool{}
@@ -493,50 +1037,42 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 			continue
 		}
 		sort.Slice(common, func(i, j int) bool { return common[i].String() < common[j].String() })
-		var names []string
-		for _, sh := range common {
-			names = append(names, sh.String())
+		base := r.BaselineOf(arms)
+		under := fmt.Sprintf("Under %s over %s%s", g.budget, g.proto, r.within(c, "steady"))
+		pair := func(a, b SteadyRow) *cite {
+			var ct cite
+			ct.from(c)
+			ct.add(r.steadyRef(c, a), a.Doubt())
+			ct.add(r.steadyRef(c, b), b.Doubt())
+			return &ct
 		}
-		geo := func(a string, f func(SteadyRow) float64) float64 {
-			sum := 0.0
-			for _, sh := range common {
-				sum += math.Log(math.Max(f(byArm[a][sh]), 1e-9))
+
+		// Server CPU per call at the first common step, where every arm's
+		// was read.
+		sh := common[0]
+		metered := true
+		for _, a := range arms {
+			if byArm[a][sh].ServerCPUUsPerCall <= 0 {
+				metered = false
 			}
-			return math.Exp(sum / float64(len(common)))
 		}
 		cpu := func(s SteadyRow) float64 { return s.ServerCPUUsPerCall }
-		metered := true // every arm's server CPU was read on every common step
 		for _, a := range arms {
-			for _, sh := range common {
-				if byArm[a][sh].ServerCPUUsPerCall <= 0 {
-					metered = false
-				}
+			if a == base || !metered {
+				continue
 			}
-		}
-		sorted := append([]string(nil), arms...)
-		sort.SliceStable(sorted, func(i, j int) bool { return geo(sorted[i], cpu) < geo(sorted[j], cpu) })
-		b, w := sorted[0], sorted[len(sorted)-1]
-		var ct cite
-		for _, a := range []string{b, w} {
-			for _, sh := range common {
-				ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, a, g.budget, g.proto, sh), byArm[a][sh].Doubt())
-			}
-		}
-		if metered {
-			sh := common[0]
-			bb, ww := byArm[b][sh], byArm[w][sh]
-			cr, tested := r.steadyTest(c, bb, ww, "server_cpu_us_per_call")
-			switch {
-			case !tested:
-				out = append(out, ct.rec("Under %s over %s, %s: %s spends %s µs server CPU per call at %s, %s %s µs",
-					g.budget, g.proto, oneWindow, b, us(bb.ServerCPUUsPerCall), sh, w, us(ww.ServerCPUUsPerCall)))
-			case cr.Actionable:
-				out = append(out, ct.rec("Under %s over %s, %s spends the least server CPU per call at %s: %s µs against %s µs for %s (%s/%s %s, p=%s, %d+%d rounds)",
-					g.budget, g.proto, b, sh, numText(cr.MedianA), numText(cr.MedianB), w, b, w, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB))
-			default:
-				out = append(out, ct.rec("Under %s over %s, no difference detected worth acting on in server CPU per call at %s between %s and %s (%s vs %s µs; %s/%s %s, p=%s, %d+%d rounds); detecting a %.0f%% difference would take about %s rounds",
-					g.budget, g.proto, sh, b, w, numText(cr.MedianA), numText(cr.MedianB), b, w, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, 100*r.minEffect(), runsText(cr.RunsToDetect)))
-			}
+			x, y := byArm[a][sh], byArm[base][sh]
+			text, h := r.steadyVerdict(c, x, y, "server_cpu_us_per_call", fmt.Sprintf("budget=%s %s %s", g.budget, g.proto, sh), a, base, cpu,
+				func(cr ComparisonRow) string {
+					f, ci := ratioOf(cr, false)
+					verb := "saves"
+					if f > 1 {
+						verb = "costs more"
+					}
+					return prose(fmt.Sprintf("%s, %s %s server CPU: %s %s's per call at %s %s, %s", under, a, verb, factor(f), base, sh, ci, pEq(cr.PValue)),
+						fmt.Sprintf("%s vs %s µs", numText(cr.MedianA), numText(cr.MedianB)))
+				})
+			keep(text, h, pair(x, y))
 		}
 
 		// Throughput: the common closed-loop step with the most calls in flight.
@@ -549,50 +1085,57 @@ func (r *Report) steadyRecs(c *Campaign) []Recommendation {
 				top = &common[i]
 			}
 		}
-		if top != nil {
-			sort.SliceStable(sorted, func(i, j int) bool {
-				return byArm[sorted[i]][*top].CallsPerS > byArm[sorted[j]][*top].CallsPerS
-			})
-			hi, lo := byArm[sorted[0]][*top], byArm[sorted[len(sorted)-1]][*top]
-			var ct cite
-			ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, hi.Arm, g.budget, g.proto, top), hi.Doubt())
-			ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, lo.Arm, g.budget, g.proto, top), lo.Doubt())
-			cr, tested := r.steadyTest(c, hi, lo, "calls_per_s")
-			switch {
-			case !tested:
-				out = append(out, ct.rec("Under %s over %s at %d calls in flight, %s: %s %.0f calls/s, %s %.0f calls/s",
-					g.budget, g.proto, top.conc, oneWindow, hi.Arm, hi.CallsPerS, lo.Arm, lo.CallsPerS))
-			case cr.Actionable:
-				out = append(out, ct.rec("Under %s over %s at %d calls in flight, %s serves the most: %s calls/s against %s for %s (%s/%s %s, p=%s, %d+%d rounds), p99 %s vs %s µs",
-					g.budget, g.proto, top.conc, hi.Arm, numText(cr.MedianA), numText(cr.MedianB), lo.Arm, hi.Arm, lo.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, us(hi.P99Us), us(lo.P99Us)))
-			default:
-				out = append(out, ct.rec("Under %s over %s at %d calls in flight, no difference detected worth acting on between %s and %s (%s vs %s calls/s; %s/%s %s, p=%s, %d+%d rounds); detecting a %.0f%% difference would take about %s rounds",
-					g.budget, g.proto, top.conc, hi.Arm, lo.Arm, numText(cr.MedianA), numText(cr.MedianB), hi.Arm, lo.Arm, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, 100*r.minEffect(), runsText(cr.RunsToDetect)))
+		if top == nil {
+			continue
+		}
+		calls := func(s SteadyRow) float64 { return s.CallsPerS }
+		for _, a := range arms {
+			if a == base {
+				continue
 			}
+			x, y := byArm[a][*top], byArm[base][*top]
+			p99 := ""
+			if x.P99Us > 0 && y.P99Us > 0 {
+				p99 = fmt.Sprintf("p99 %s vs %s µs", us(x.P99Us), us(y.P99Us))
+			}
+			text, h := r.steadyVerdict(c, x, y, "calls_per_s", fmt.Sprintf("budget=%s %s %s", g.budget, g.proto, top), a, base, calls,
+				func(cr ComparisonRow) string {
+					f, ci := ratioOf(cr, false)
+					verb := "serves more"
+					if f < 1 {
+						verb = "serves less"
+					}
+					return prose(fmt.Sprintf("%s at %d in flight, %s %s: %s %s's calls/s %s, %s", under, top.conc, a, verb, factor(f), base, ci, pEq(cr.PValue)),
+						fmt.Sprintf("%s vs %s calls/s", numText(cr.MedianA), numText(cr.MedianB)), p99)
+				})
+			keep(text, h, pair(x, y))
 		}
 	}
-	out = append(out, r.protocolRecs(c, st)...)
-	out = append(out, r.loadRecs(c, st)...)
-	return out
+	add := func(rs []Recommendation, h []held) {
+		out = append(out, rs...)
+		hs = append(hs, h...)
+	}
+	add(r.protocolRecs(c))
+	add(r.loadRecs(c))
+	return out, hs
 }
 
-// loadRecs says, for the first arm of each protocol, how server CPU per
-// call changes with the calls in flight, and how calls/s and CPU per call
-// change with the budget: what sizing a budget has to know.
-func (r *Report) loadRecs(c *Campaign, st string) []Recommendation {
+// loadRecs says, for the baseline arm of each protocol, how server CPU per
+// call changes with the calls in flight, and how calls/s change with the
+// budget: what sizing a budget has to know.
+func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 	var out []Recommendation
-	ref := func(s SteadyRow) string {
-		return fmt.Sprintf("%s %s/%s/%s/%s", st, s.Arm, s.Budget, s.Protocol, shapeOf(s))
-	}
+	var hs []held
+	budgets := budgetsOf(c.Steady, func(s SteadyRow) string { return s.Budget })
 	for _, proto := range budgetsOf(c.Steady, func(s SteadyRow) string { return s.Protocol }) {
-		var arm string
+		var arms []string
 		for _, s := range c.Steady {
 			if s.Protocol == proto {
-				arm = s.Arm
-				break
+				arms = appendUnique(arms, s.Arm)
 			}
 		}
-		budgets := budgetsOf(c.Steady, func(s SteadyRow) string { return s.Budget })
+		arm := r.BaselineOf(arms)
+		in := r.within(c, "steady")
 		// Concurrency: closed-loop unary steps in the first budget.
 		var lo, hi *SteadyRow
 		for i, s := range c.Steady {
@@ -608,19 +1151,30 @@ func (r *Report) loadRecs(c *Campaign, st string) []Recommendation {
 			}
 		}
 		if lo != nil && hi != nil && hi.Concurrency > lo.Concurrency {
-			var ct cite
-			ct.add(ref(*lo), lo.Doubt())
-			ct.add(ref(*hi), hi.Doubt())
-			ratio := lo.ServerCPUUsPerCall / hi.ServerCPUUsPerCall
-			advice := ""
-			if ratio >= 1.5 || ratio <= 1/1.5 {
-				advice = ": size CPU budgets from the load's real concurrency, not from one-at-a-time calls"
+			l, h := *lo, *hi
+			text, hd := r.steadyVerdict(c, h, l, "server_cpu_us_per_call", fmt.Sprintf("arm=%s budget=%s %s", arm, budgets[0], proto),
+				shapeOf(h).String(), shapeOf(l).String(), func(s SteadyRow) float64 { return s.ServerCPUUsPerCall },
+				func(cr ComparisonRow) string {
+					f, ci := ratioOf(cr, false)
+					fact := fmt.Sprintf("a call at %d in flight costs %s the server CPU of one at %d %s, %s", h.Concurrency, factor(f), l.Concurrency, ci, pEq(cr.PValue))
+					figures := []string{fmt.Sprintf("%s vs %s µs", numText(cr.MedianA), numText(cr.MedianB)), fmt.Sprintf("p50 %s → %s µs", us(l.P50Us), us(h.P50Us))}
+					if f >= 1.5 || f <= 1/1.5 {
+						return prose(fmt.Sprintf("Size CPU budgets from the load's real concurrency: for %s over %s under %s%s, %s", arm, proto, budgets[0], in, fact), figures...)
+					}
+					return prose(fmt.Sprintf("For %s over %s under %s%s, %s", arm, proto, budgets[0], in, fact), figures...)
+				})
+			if text != "" {
+				var ct cite
+				ct.from(c)
+				ct.add(r.steadyRef(c, l), l.Doubt())
+				ct.add(r.steadyRef(c, h), h.Doubt())
+				out = append(out, ct.rec(text))
+			} else {
+				hs = append(hs, hd)
 			}
-			out = append(out, ct.rec("For %s over %s under %s, server CPU per call goes from %s µs at %d in flight to %s µs at %d (%.1f×) while p50 goes from %s to %s µs%s",
-				arm, proto, budgets[0], us(lo.ServerCPUUsPerCall), lo.Concurrency, us(hi.ServerCPUUsPerCall), hi.Concurrency,
-				ratio, us(lo.P50Us), us(hi.P50Us), advice))
 		}
-		// Budgets: the most-in-flight throughput step measured under every budget.
+		// Budgets: the most-in-flight throughput step measured under every
+		// budget, the last budget against the first.
 		if len(budgets) < 2 {
 			continue
 		}
@@ -633,68 +1187,92 @@ func (r *Report) loadRecs(c *Campaign, st string) []Recommendation {
 				by[s.Budget] = s
 			}
 		}
-		var parts []string
 		var ct cite
-		conc := -1
-		for _, b := range budgets {
+		ct.from(c)
+		var middle []string
+		conc, all := -1, true
+		for i, b := range budgets {
 			s, ok := by[b]
 			if !ok || (conc >= 0 && s.Concurrency != conc) {
-				parts = nil
+				all = false
 				break
 			}
 			conc = s.Concurrency
-			ct.add(ref(s), s.Doubt())
-			parts = append(parts, fmt.Sprintf("%s: %.0f calls/s at %s µs CPU per call", b, s.CallsPerS, us(s.ServerCPUUsPerCall)))
+			ct.add(r.steadyRef(c, s), s.Doubt())
+			if i > 0 && i < len(budgets)-1 {
+				middle = append(middle, fmt.Sprintf("%s %.0f", b, s.CallsPerS))
+			}
 		}
-		if len(parts) == len(budgets) {
-			first, last := by[budgets[0]], by[budgets[len(budgets)-1]]
-			out = append(out, ct.rec("For %s over %s at %d in flight, the budget moves throughput %.2f× from %s to %s (%s)",
-				arm, proto, conc, last.CallsPerS/first.CallsPerS, budgets[0], budgets[len(budgets)-1], strings.Join(parts, "; ")))
+		if !all {
+			continue
+		}
+		first, last := by[budgets[0]], by[budgets[len(budgets)-1]]
+		text, hd := r.steadyVerdict(c, last, first, "calls_per_s", fmt.Sprintf("arm=%s %s %s", arm, proto, shapeOf(first)),
+			last.Budget, first.Budget, func(s SteadyRow) float64 { return s.CallsPerS },
+			func(cr ComparisonRow) string {
+				f, ci := ratioOf(cr, false)
+				mid := ""
+				if len(middle) > 0 {
+					mid = strings.Join(middle, ", ") + " calls/s"
+				}
+				return prose(fmt.Sprintf("For %s over %s at %d in flight%s, %s serves %s the calls/s of %s %s, %s", arm, proto, conc, in, last.Budget, factor(f), first.Budget, ci, pEq(cr.PValue)),
+					fmt.Sprintf("%s vs %s calls/s", numText(cr.MedianA), numText(cr.MedianB)), mid)
+			})
+		if text != "" {
+			out = append(out, ct.rec(text))
+		} else {
+			hs = append(hs, hd)
 		}
 	}
-	return out
+	return out, hs
 }
 
-// protocolRecs compares gRPC with each HTTP protocol on matching steps.
-func (r *Report) protocolRecs(c *Campaign, st string) []Recommendation {
+// protocolRecs compares each HTTP protocol with gRPC on matching steps of
+// the baseline arm, at p50.
+func (r *Report) protocolRecs(c *Campaign) ([]Recommendation, []held) {
 	var out []Recommendation
-	for _, p := range pairs(c) {
-		g, h := p[0], p[1]
-		var ct cite
-		ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, g.Arm, g.Budget, g.Protocol, shapeOf(g)), g.Doubt())
-		ct.add(fmt.Sprintf("%s %s/%s/%s/%s", st, h.Arm, h.Budget, h.Protocol, shapeOf(h)), h.Doubt())
-		faster := "gRPC"
-		ratio := h.P50Us / g.P50Us
-		if ratio < 1 {
-			faster, ratio = h.Protocol, 1/ratio
-		}
-		cr, tested := r.steadyTest(c, h, g, "p50_us")
-		figures := fmt.Sprintf("gRPC %s µs vs %s %s µs, at %s vs %s µs server CPU per call and %.0f vs %.0f calls/s",
-			us(g.P50Us), h.Protocol, us(h.P50Us), us(g.ServerCPUUsPerCall), us(h.ServerCPUUsPerCall), g.CallsPerS, h.CallsPerS)
-		switch {
-		case !tested:
-			out = append(out, ct.rec("For %s under %s (%s), %s answered %.1f× sooner at p50 in one window each (not tested; `steady run --rounds 5` can): %s",
-				g.Arm, g.Budget, shapeOf(g), faster, ratio, figures))
-		case cr.Actionable:
-			out = append(out, ct.rec("For %s under %s (%s), %s answers %.1f× sooner at p50 (%s/gRPC p50 %s, p=%s, %d+%d rounds): %s",
-				g.Arm, g.Budget, shapeOf(g), faster, ratio, h.Protocol, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, figures))
-		default:
-			out = append(out, ct.rec("For %s under %s (%s), no p50 difference detected worth acting on between gRPC and %s (%s/gRPC %s, p=%s, %d+%d rounds): %s",
-				g.Arm, g.Budget, shapeOf(g), h.Protocol, h.Protocol, ratioText(cr), pText(cr.PValue), cr.NA, cr.NB, figures))
-		}
+	var hs []held
+	var arms []string
+	for _, s := range c.Steady {
+		arms = appendUnique(arms, s.Arm)
 	}
-	return out
+	for _, p := range pairs(c, r.BaselineOf(arms)) {
+		g, h := p[0], p[1]
+		text, hd := r.steadyVerdict(c, h, g, "p50_us", fmt.Sprintf("arm=%s budget=%s %s", g.Arm, g.Budget, shapeOf(g)), h.Protocol, "grpc",
+			func(s SteadyRow) float64 { return s.P50Us },
+			func(cr ComparisonRow) string {
+				verdict := ""
+				if f, ci := ratioOf(cr, true); f > 1 {
+					verdict = fmt.Sprintf("Under %s%s, %s answers %s sooner than gRPC at p50 %s, %s, for %s at %s", g.Budget, r.within(c, "steady"), h.Protocol, factor(f), ci, pEq(cr.PValue), g.Arm, shapeOf(g))
+				} else {
+					f, ci := ratioOf(cr, false)
+					verdict = fmt.Sprintf("Under %s%s, gRPC answers %s sooner than %s at p50 %s, %s, for %s at %s", g.Budget, r.within(c, "steady"), factor(f), h.Protocol, ci, pEq(cr.PValue), g.Arm, shapeOf(g))
+				}
+				return prose(verdict, fmt.Sprintf("%s vs gRPC: %s vs %s µs p50, %s vs %s µs server CPU per call, %.0f vs %.0f calls/s",
+					h.Protocol, numText(cr.MedianA), numText(cr.MedianB), us(h.ServerCPUUsPerCall), us(g.ServerCPUUsPerCall), h.CallsPerS, g.CallsPerS))
+			})
+		if text == "" {
+			hs = append(hs, hd)
+			continue
+		}
+		var ct cite
+		ct.from(c)
+		ct.add(r.steadyRef(c, g), g.Doubt())
+		ct.add(r.steadyRef(c, h), h.Doubt())
+		out = append(out, ct.rec(text))
+	}
+	return out, hs
 }
 
-// pairs matches each gRPC row with the other protocols' rows of the same
-// arm, budget, scenario, payload and concurrency; only the first arm's
-// sequential step (or its first step) per budget, to keep the list short.
-func pairs(c *Campaign) [][2]SteadyRow {
+// pairs matches each gRPC row of arm with the other protocols' rows of the
+// same arm, budget, scenario, payload and concurrency; only the sequential
+// step (or the first step) per budget, to keep the list short.
+func pairs(c *Campaign, arm string) [][2]SteadyRow {
 	var out [][2]SteadyRow
 	done := map[string]bool{}
 	for _, pref := range []string{"sequential", ""} {
 		for _, g := range c.Steady {
-			if g.Protocol != "grpc" || (pref != "" && g.Scenario != pref) || done[g.Budget] {
+			if g.Protocol != "grpc" || g.Arm != arm || (pref != "" && g.Scenario != pref) || done[g.Budget] {
 				continue
 			}
 			found := false
@@ -714,26 +1292,27 @@ func pairs(c *Campaign) [][2]SteadyRow {
 	return out
 }
 
-// alikeCold: two cold-start rows are not told apart unless the U test over
-// their samples finds a difference at the report's level that is at least
-// the minimum effect. Without samples nothing is told apart.
-func (r *Report) alikeCold(samples map[[2]string][]float64, a, b Summary) bool {
-	xa, xb := samples[[2]string{a.Arm, a.Budget}], samples[[2]string{b.Arm, b.Budget}]
-	if len(xa) == 0 || len(xb) == 0 {
-		return true
-	}
-	return !stats.Compare(xa, xb, r.confidence()).Actionable(r.minEffect())
+type shape struct {
+	scenario             string
+	payload, conc, conns int
+	depth                int
+	rate                 float64
 }
 
-func runsText(n int) string {
-	if n <= 0 {
-		return "an unknown number of"
-	}
-	return fmt.Sprint(n)
+func shapeOf(s SteadyRow) shape {
+	return shape{s.Scenario, s.PayloadBytes, s.Concurrency, s.Conns, s.Depth, s.RateReq}
 }
 
-// oneWindow says why a steady campaign without rounds ranks nothing.
-const oneWindow = "each arm was measured in one window, so steady cannot tell the arms apart (not tested; `steady run --rounds 5` can)"
+func (s shape) String() string {
+	out := fmt.Sprintf("%s %dB c%d", s.scenario, s.payload, s.conc)
+	if s.conns > 1 {
+		out += fmt.Sprintf(" conns%d", s.conns)
+	}
+	if s.rate > 0 {
+		out += fmt.Sprintf(" %.0f/s", s.rate)
+	}
+	return out
+}
 
 // steadyTest compares two steady rows of one campaign on a metric over
 // their rounds; false when the campaign has no rounds for them.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"github.com/coldstart-go/coldstart/campaign"
@@ -12,9 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -331,36 +335,73 @@ func recText(rs []Recommendation) string {
 	return b.String()
 }
 
+// recStarting returns the texts of the recommendations that start with
+// prefix: a verdict is anchored at the start of its text.
+func recStarting(rs []Recommendation, prefix string) []string {
+	var out []string
+	for _, r := range rs {
+		if strings.HasPrefix(r.Text, prefix) {
+			out = append(out, r.Text)
+		}
+	}
+	return out
+}
+
+// grow doubles every campaign's density samples and steady rounds (the
+// rounds renumbered after the last): the same readings taken as often
+// again, enough for an interval where the fixtures hold too few.
+func grow(r *Report) {
+	for _, c := range r.Campaigns {
+		c.DensitySamples = append(c.DensitySamples, c.DensitySamples...)
+		last := 0
+		for _, s := range c.SteadyRounds {
+			last = max(last, s.Round)
+		}
+		for _, s := range c.SteadyRounds[:len(c.SteadyRounds):len(c.SteadyRounds)] {
+			s.Round += last
+			c.SteadyRounds = append(c.SteadyRounds, s)
+		}
+	}
+}
+
+// TestRecommendationsFollowData: a verdict names the arm the figures
+// favour against the baseline, and swapping two arms' figures swaps it.
 func TestRecommendationsFollowData(t *testing.T) {
 	tests := []struct {
 		name       string
 		file, a, b string
-		before     []string
-		after      []string
+		grow       bool
+		before     []string // prefixes of verdicts before the swap, gone after it
+		after      []string // and after it
 	}{
 		{
 			name: "cold start", file: "20261130-030000_coldstart", a: "default", b: "static",
-			before: []string{"Under cores=0.5, static starts fastest, 1.18× faster than default (15.8 vs 18.8 ms median; static/default 0.846× [0.788, 0.966], p=0.028, n=8+8)"},
-			after:  []string{"Under cores=0.5, default starts fastest, 1.18× faster than static (15.8 vs 18.8 ms median; default/static 0.846× [0.788, 0.966], p=0.028, n=8+8)"},
+			before: []string{"Under cores=0.5 in coldstart#1, ship static: it starts 1.18× faster than default [1.04, 1.27], p=0.028; 2.1 vs 2.3 MiB idle PSS; 8.0 vs 10.7 MiB binary"},
+			after:  []string{"Under cores=0.5 in coldstart#1, avoid static: it starts 1.18× slower than default [1.04, 1.27], p=0.028"},
 		},
 		{
-			name: "density", file: "20261130-031000_density", a: "static", b: "upx",
-			before: []string{"static packs densest: 2.1 MiB", "no trade-off: static packs densest"},
-			after:  []string{"upx packs densest: 2.1 MiB", "a trade-off: upx packs densest, but the fastest start is default/static under cpus=0"},
+			name: "density", file: "20261130-031000_density", a: "default", b: "static", grow: true,
+			before: []string{"For idle memory, prefer static: it takes 0.91× default's PSS per idle instance [0.89, 0.94]",
+				"No trade-off in coldstart#1 and density: static starts fastest or alike under every budget and packs densest or alike"},
+			after: []string{"For idle memory, avoid static: it takes 1.10× default's PSS per idle instance [1.07, 1.12], p<0.001",
+				"Trade-off in coldstart#1 and density: default packs densest, but static starts fastest under cores=0.5;"},
 		},
 		{
-			name: "steady", file: "20261130-032000_steady", a: "default", b: "static",
-			before: []string{"Under cpus=0-1 over grpc, static spends the least server CPU per call at sequential 8B c1: 110 µs against 118 µs for default (static/default 0.938× [0.901, 0.976], p=0.008, 5+5 rounds)"},
-			after:  []string{"Under cpus=0-1 over grpc, default spends the least server CPU per call at sequential 8B c1: 110 µs against 118 µs for static (default/static 0.938× [0.901, 0.976], p=0.008, 5+5 rounds)"},
+			name: "steady", file: "20261130-032000_steady", a: "default", b: "static", grow: true,
+			before: []string{"Under cpus=0-1 over grpc, static saves server CPU: 0.94× default's per call at sequential 8B c1 [0.92, 0.96], p<0.001; 110 vs 118 µs."},
+			after:  []string{"Under cpus=0-1 over grpc, static costs more server CPU: 1.07× default's per call at sequential 8B c1"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := load(t, "testdata")
-			got := recText(r.Recommendations())
+			if tt.grow {
+				grow(r)
+			}
+			got := r.Recommendations()
 			for _, s := range tt.before {
-				if !strings.Contains(got, s) {
-					t.Errorf("recommendations lack %q before the swap:\n%s", s, got)
+				if len(recStarting(got, s)) != 1 {
+					t.Errorf("no recommendation starts %q before the swap:\n%s", s, recText(got))
 				}
 			}
 			for _, c := range r.Campaigns {
@@ -368,18 +409,134 @@ func TestRecommendationsFollowData(t *testing.T) {
 					swapArms(c, tt.a, tt.b)
 				}
 			}
-			swapped := recText(r.Recommendations())
+			swapped := r.Recommendations()
 			for _, s := range tt.after {
-				if !strings.Contains(swapped, s) {
-					t.Errorf("recommendations lack %q after swapping %s and %s:\n%s", s, tt.a, tt.b, swapped)
+				if len(recStarting(swapped, s)) != 1 {
+					t.Errorf("no recommendation starts %q after swapping %s and %s:\n%s", s, tt.a, tt.b, recText(swapped))
 				}
 			}
 			for _, s := range tt.before {
-				if strings.Contains(swapped, s) {
+				if len(recStarting(swapped, s)) != 0 {
 					t.Errorf("recommendations still say %q after swapping %s and %s", s, tt.a, tt.b)
 				}
 			}
 		})
+	}
+}
+
+// TestRecommendationsNeedAnInterval: a comparison with fewer runs a side
+// than a median interval needs (the fixtures' 4 density instances and 5
+// steady rounds, coldstart#2's 5 runs) is not recommended on; it is held
+// as too few runs, and with the same readings taken twice it is acted on.
+func TestRecommendationsNeedAnInterval(t *testing.T) {
+	r := load(t, "testdata")
+	recs, hs := r.recommend()
+	for _, rec := range recs {
+		// A cold-start verdict may quote the density medians beside it;
+		// no verdict may come from density, steady or coldstart#2.
+		if strings.HasPrefix(rec.Text, "For idle memory") || strings.Contains(strings.ToLower(rec.Text), "trade-off") {
+			t.Errorf("a density verdict from 4 instances an arm: %s", rec.Text)
+		}
+		for _, row := range rec.Rows {
+			if strings.HasPrefix(row, "steady ") || strings.HasPrefix(row, "coldstart#2 ") {
+				t.Errorf("recommendation rests on too few runs (%s): %s", row, rec.Text)
+			}
+		}
+	}
+	tooFew := map[string]int{}
+	for _, h := range hs {
+		if h.why == whyTooFew {
+			tooFew[h.ref]++
+			if h.row.NA >= stats.MinRunsForInterval(r.confidence()) && h.row.NB >= stats.MinRunsForInterval(r.confidence()) {
+				t.Errorf("held as too few runs with %d+%d: %+v", h.row.NA, h.row.NB, h.row)
+			}
+		}
+	}
+	for _, ref := range []string{"density", "steady", "coldstart#2"} {
+		if tooFew[ref] == 0 {
+			t.Errorf("no %s comparison held as %q: %v", ref, whyTooFew, tooFew)
+		}
+	}
+	grow(r)
+	if got := r.Recommendations(); len(recStarting(got, "For idle memory, prefer static:")) != 1 || len(recStarting(got, "Under cpus=0-1 over grpc, static saves server CPU:")) != 1 {
+		t.Errorf("with twice the readings, the density and steady verdicts are missing:\n%s", recText(got))
+	}
+}
+
+// TestRecommendationProse: every recommendation, on the fixtures and on
+// the published results, says its verdict in at most maxProse characters
+// and keeps its citations out of the text.
+func TestRecommendationProse(t *testing.T) {
+	reports := map[string]*Report{"fixtures": load(t, "testdata"), "pull fixture": load(t, filepath.Join("testdata", "pull"))}
+	grown := load(t, "testdata")
+	grow(grown)
+	reports["fixtures, grown"] = grown
+	if b, err := os.ReadFile(filepath.Join("..", "docs", "published.json")); err == nil {
+		var pub struct{ Files []string }
+		if err := json.Unmarshal(b, &pub); err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, f := range pub.Files {
+			paths = append(paths, filepath.Join("..", f))
+		}
+		reports["published"] = load(t, paths...)
+	} else {
+		t.Errorf("read the published results' list: %v", err)
+	}
+	for name, r := range reports {
+		recs := r.Recommendations()
+		if len(recs) == 0 {
+			t.Errorf("%s: no recommendations", name)
+		}
+		for _, rec := range recs {
+			if n := utf8.RuneCountInString(rec.Text); n > maxProse {
+				t.Errorf("%s: %d characters, want ≤ %d: %s", name, n, maxProse, rec.Text)
+			}
+			if len(rec.Rows) == 0 {
+				t.Errorf("%s: cites no rows: %s", name, rec.Text)
+			}
+			for _, bad := range []string{"rows:", ".jsonl", "doubted", "[^", "NaN", "Inf", "∞"} {
+				if strings.Contains(rec.Text, bad) {
+					t.Errorf("%s: text holds %q: %s", name, bad, rec.Text)
+				}
+			}
+			if strings.Contains(rec.Text, "starts fastest") && !strings.HasPrefix(rec.Text, "No trade-off") && !strings.HasPrefix(rec.Text, "Trade-off") {
+				t.Errorf("%s: says an arm starts fastest outside a trade-off verdict: %s", name, rec.Text)
+			}
+		}
+	}
+}
+
+// TestTradeoffAgainstBaseline: on the published results, the arm named
+// as both starting fastest and packing densest is static, not image,
+// which packs as densely but starts 5.4× slower than default.
+func TestTradeoffAgainstBaseline(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "published.json"))
+	if err != nil {
+		t.Fatalf("read the published results' list: %v", err)
+	}
+	var pub struct{ Files []string }
+	if err := json.Unmarshal(b, &pub); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range pub.Files {
+		paths = append(paths, filepath.Join("..", f))
+	}
+	recs := load(t, paths...).Recommendations()
+	want := "No trade-off in coldstart#1 and density#1: static starts fastest or alike under every budget and packs densest or alike; " +
+		"3.2 vs 3.5 MiB idle PSS against default; image packs as densely but starts 5.43–5.61× slower than default."
+	if got := recStarting(recs, "No trade-off in coldstart#1 "); len(got) != 1 || got[0] != want {
+		t.Errorf("trade-off verdict = %q, want %q", got, want)
+	}
+	if got := recStarting(recs, "Under cores=0.5 in coldstart#2, ship static: it starts 1.18× faster than default [1.13, 1.27], p<0.001"); len(got) != 1 {
+		t.Errorf("no verdict for static under cores=0.5 against default:\n%s", recText(recs))
+	}
+	for _, rec := range recs {
+		if strings.Contains(rec.Text, "knative over grpc") {
+			t.Errorf("a recommendation rests on the 1+1-round Knative steady campaign: %s", rec.Text)
+		}
 	}
 }
 
@@ -453,20 +610,41 @@ func TestDoubt(t *testing.T) {
 	}
 }
 
+// TestRecommendationsSkipEmptyFigures: rows without figures (an arm with
+// no median, a step with no server CPU) yield no verdict and no Inf or
+// NaN, while the rows beside them that have figures still do.
 func TestRecommendationsSkipEmptyFigures(t *testing.T) {
-	r := &Report{Campaigns: []*Campaign{{
-		Label: "c",
-		Summaries: []Summary{
-			{Summary: campaign.Summary{Arm: "a", Budget: "max", Runs: 5, MedianMs: 0}},
-			{Summary: campaign.Summary{Arm: "b", Budget: "max", Runs: 5, MedianMs: 9, MinMs: 8, MaxMs: 10, P90Ms: 10}},
-		},
-		Steady: []SteadyRow{
-			{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "sequential", Concurrency: 1, CallsPerS: 100, P50Us: 100},
-			{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "sequential", Concurrency: 1, CallsPerS: 110, P50Us: 90, ServerCPUUsPerCall: 50},
-		},
-	}}}
-	got := recText(r.Recommendations())
-	for _, bad := range []string{"Inf", "NaN", "CPU per call"} {
+	c := &Campaign{Label: "c"}
+	for i := range 8 {
+		d := float64(i%4) / 10
+		c.Samples = append(c.Samples,
+			Sample{Arm: "b", Budget: "max", Run: i + 1, FirstRPCMs: 9 + d},
+			Sample{Arm: "c", Budget: "max", Run: i + 1, FirstRPCMs: 30 + d})
+		for _, s := range []SteadyRow{
+			{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1000 + 10*d, P50Us: 100},
+			{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1500 + 10*d, P50Us: 90, ServerCPUUsPerCall: 50},
+		} {
+			c.SteadyRounds = append(c.SteadyRounds, SteadyRound{SteadyRow: s, Round: i + 1})
+		}
+	}
+	c.fillSummaries()
+	c.Summaries = append(c.Summaries, Summary{Summary: campaign.Summary{Arm: "a", Budget: "max", Runs: 5, MedianMs: 0}})
+	c.Steady = []SteadyRow{
+		{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1000, P50Us: 100},
+		{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1500, P50Us: 90, ServerCPUUsPerCall: 50},
+	}
+	r := &Report{Campaigns: []*Campaign{c}}
+	recs := r.Recommendations()
+	for _, want := range []string{
+		"Under max, avoid c: it starts 3.3",
+		"Under max over grpc at 32 in flight, b serves more: 1.50× a's calls/s",
+	} {
+		if len(recStarting(recs, want)) != 1 {
+			t.Errorf("no recommendation starts %q:\n%s", want, recText(recs))
+		}
+	}
+	got := recText(recs)
+	for _, bad := range []string{"Inf", "NaN", "CPU", "coldstart a/", "0.00 vs 0.00"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("recommendations from rows without figures say %q:\n%s", bad, got)
 		}
@@ -477,22 +655,30 @@ func TestRecommendationsSkipEmptyFigures(t *testing.T) {
 // idle PSS from the sample server's density campaign, and start-against-
 // density conclusions stay within one server.
 func TestDensityMatchesBinaryNotName(t *testing.T) {
-	sum := func(arm string, med float64) Summary {
-		return Summary{Summary: campaign.Summary{Arm: arm, Budget: "max", Runs: 5, MedianMs: med, MinMs: med, MaxMs: med, P90Ms: med}}
+	// runs gives arm 8 counted cold starts around med ms.
+	runs := func(c *Campaign, arm string, med float64) {
+		for i := range 8 {
+			c.Samples = append(c.Samples, Sample{Arm: arm, Budget: "max", Run: i + 1, FirstRPCMs: med * (1 + float64(i%4-2)/100)})
+		}
+	}
+	idle := func(c *Campaign, arm string, pss int64) {
+		for i := range 8 {
+			c.DensitySamples = append(c.DensitySamples, DensitySample{Arm: arm, Budget: "max", Instance: i, PSSBytes: pss + int64(i%4)<<12})
+		}
+		c.Density = append(c.Density, DensityRow{Arm: arm, Budget: "max", Instances: 8, PSSBytes: pss, RSSBytes: 4 * pss})
 	}
 	art := func(arm, sha string) Artifact { return Artifact{Arm: arm, SHA256: sha} }
-	echo := &Campaign{Label: "echo",
-		Artifacts: []Artifact{art("default", "e1"), art("static", "e2")},
-		Summaries: []Summary{sum("default", 10), sum("static", 8)}}
-	jvm := &Campaign{Label: "jvm",
-		Artifacts: []Artifact{art("default", "j1"), art("snapshot", "j1")},
-		Summaries: []Summary{sum("default", 200), sum("snapshot", 80)}}
-	dens := &Campaign{Label: "dens",
-		Artifacts: []Artifact{art("default", "e1"), art("static", "e2")},
-		Density: []DensityRow{
-			{Arm: "default", Budget: "max", Instances: 8, PSSBytes: 4 << 20, RSSBytes: 14 << 20},
-			{Arm: "static", Budget: "max", Instances: 8, PSSBytes: 3 << 20, RSSBytes: 12 << 20},
-		}}
+	echo := &Campaign{Label: "echo", Artifacts: []Artifact{art("default", "e1"), art("static", "e2")}}
+	runs(echo, "default", 10)
+	runs(echo, "static", 8)
+	jvm := &Campaign{Label: "jvm", Artifacts: []Artifact{art("default", "j1"), art("snapshot", "j1")}}
+	runs(jvm, "default", 200)
+	runs(jvm, "snapshot", 80)
+	dens := &Campaign{Label: "dens", Artifacts: []Artifact{art("default", "e1"), art("static", "e2")}}
+	idle(dens, "default", 4<<20)
+	idle(dens, "static", 3<<20)
+	echo.fillSummaries()
+	jvm.fillSummaries()
 	r := &Report{Campaigns: []*Campaign{echo, jvm, dens}}
 	if _, _, ok := r.densityFor(echo, "default", "max"); !ok {
 		t.Error("the sample server's default found no density row of the same binary")
@@ -500,11 +686,17 @@ func TestDensityMatchesBinaryNotName(t *testing.T) {
 	if _, d, ok := r.densityFor(jvm, "default", "max"); ok {
 		t.Errorf("the JVM campaign's default took the sample server's density row %+v", d)
 	}
-	got := recText(r.Recommendations())
-	if !strings.Contains(got, "Of the arms in coldstart#1 and density, no trade-off: static packs densest") {
-		t.Errorf("recommendations lack the sample server's start-against-density conclusion:\n%s", got)
+	recs := r.Recommendations()
+	if len(recStarting(recs, "No trade-off in coldstart#1 and density: static starts fastest or alike under every budget and packs densest or alike")) != 1 {
+		t.Errorf("recommendations lack the sample server's start-against-density conclusion:\n%s", recText(recs))
 	}
-	if strings.Contains(got, "coldstart#2 and density") || strings.Contains(got, "snapshot/max (coldstart#2)") {
+	if len(recStarting(recs, "Under max in coldstart#1, ship static: it starts 1.25× faster than default")) != 1 {
+		t.Errorf("recommendations lack the sample server's verdict with its idle PSS:\n%s", recText(recs))
+	}
+	if got := recStarting(recs, "Under max in coldstart#2, ship snapshot:"); len(got) != 1 || strings.Contains(got[0], "PSS") {
+		t.Errorf("the JVM campaign's verdict = %q, want one without the sample server's idle PSS", got)
+	}
+	if got := recText(recs); strings.Contains(got, "coldstart#2 and density") {
 		t.Errorf("recommendations join the JVM campaign to the sample server's density:\n%s", got)
 	}
 }

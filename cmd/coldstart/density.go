@@ -34,7 +34,9 @@ func newDensityCmd(run func(context.Context, *densityOptions, io.Writer) error) 
 		Long: `density starts --instances idle instances of each arm at once, waits until every one
 answers its readiness probe, and reads each one's memory: PSS (shared pages divided among
 the instances sharing them: what one more instance really costs) and RSS. A UPX binary
-unpacks into private memory, so its instances share no pages: PSS shows it, RSS hides it.`,
+unpacks into private memory, so its instances share no pages: PSS shows it, RSS hides it.
+Each arm's PSS per instance is set against the --baseline arm's: the ratio, its interval,
+the p-value and the verdict, lower or higher.`,
 		Example: "  coldstart density --instances 8 --arms static,upx",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
