@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-20}
 CALLS=${CALLS:-20000}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-6}
 CAMPAIGNS=${CAMPAIGNS:-20}
 BUDGETS=${BUDGETS:-cpus=0;cpus=0-1;cores=0.5}
 ARMS=${ARMS:-default,static,upx,pgo,image}
