@@ -21,7 +21,7 @@ func TestExplainSection(t *testing.T) {
 		"| 1 | `github.com/coldstart-go/coldstart/internal/testservers/slowinit/heavy` | github.com/coldstart-go/coldstart |",
 		"**upx** (max): top packages",
 		"| max | exec_to_runtime | default | upx |",
-		"![start-up phases per arm",
+		"![where a local start's spawn → first RPC goes, phase medians",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
