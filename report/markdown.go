@@ -228,9 +228,15 @@ func (r *Report) details() []detail {
 // Headline writes the short form a README quotes: the decision, then the
 // headline tables.
 func (r *Report) Headline(w io.Writer) error {
-	m := &mdw{w: w}
+	var b strings.Builder
+	m := &mdw{w: &b}
 	r.decisionSection(m)
-	return m.err
+	if m.err != nil {
+		return m.err
+	}
+	// Quoted inside another document's section: one level down.
+	_, err := io.WriteString(w, strings.Replace(b.String(), "## Decision\n", "### Decision\n", 1))
+	return err
 }
 
 // headlineTables write, per local cold-start campaign, one compact row
