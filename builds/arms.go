@@ -63,7 +63,7 @@ func buildUncached(ctx context.Context, r recipe, o Options, src Source) (Artifa
 		os.RemoveAll(dir)
 		return Artifact{}, err
 	}
-	o.progress("%s: built in %s: %s", label(a), fmtMs(a.BuildMs), a.Path)
+	o.progress("%s: built in %s: %s", label(a), fmtMs(a.BuildMs), homeRel(a.Path))
 	return a, nil
 }
 

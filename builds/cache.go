@@ -67,7 +67,7 @@ func (c *cache) Build(ctx context.Context, src Source) (Artifact, error) {
 	final := filepath.Join(c.dir, key)
 	if a, err := loadArtifact(final); err == nil {
 		a.Cached = true
-		c.o.progress("%s: cached, built %s in %s: %s", label(a), a.BuiltAt, fmtMs(a.BuildMs), a.Path)
+		c.o.progress("%s: cached (built in %s): %s", label(a), fmtMs(a.BuildMs), homeRel(a.Path))
 		return a, nil
 	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
@@ -110,7 +110,7 @@ func (c *cache) Build(ctx context.Context, src Source) (Artifact, error) {
 		}
 		return Artifact{}, fmt.Errorf("store build in %s: %w", final, err)
 	}
-	c.o.progress("%s: built in %s: %s", label(a), fmtMs(a.BuildMs), a.Path)
+	c.o.progress("%s: built in %s: %s", label(a), fmtMs(a.BuildMs), homeRel(a.Path))
 	return a, nil
 }
 
@@ -146,6 +146,19 @@ func label(a Artifact) string {
 func rebase(p, from, to string) string {
 	if p == from || strings.HasPrefix(p, from+string(filepath.Separator)) {
 		return to + p[len(from):]
+	}
+	return p
+}
+
+// homeRel writes a path under the home directory as ~/…, so that a
+// progress line with a build-cache path fits a terminal line.
+func homeRel(p string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, home+string(os.PathSeparator)); ok {
+		return "~/" + rest
 	}
 	return p
 }

@@ -180,7 +180,7 @@ func (b *imageBuilder) Build(ctx context.Context, src Source) (Artifact, error) 
 		return Artifact{}, err
 	}
 	if b.progress != nil {
-		b.progress("%s: built in %s: %s (%s)", ImageArm, fmtMs(r.Artifact.BuildMs), r.Layout, r.Artifact.Digest)
+		b.progress("%s: built in %s: %s", ImageArm, fmtMs(r.Artifact.BuildMs), homeRel(r.Layout))
 		if r.Ref != "" {
 			b.progress("%s: pushed %s", ImageArm, r.Ref)
 		}

@@ -181,7 +181,7 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 	if err != nil {
 		return nil, fmt.Errorf("collect pgo profile: %w", err)
 	}
-	o.progress("pgo: collecting a %d s CPU profile from %s under load", secs, bin.Path)
+	o.progress("pgo: collecting a %d s CPU profile from %s under load", secs, homeRel(bin.Path))
 	prof, note, err := o.CollectProfile(ctx, bin, secs, o.cmdLog())
 	if err != nil {
 		return nil, fmt.Errorf("collect pgo profile from %s: %w", bin.Path, err)
@@ -208,7 +208,7 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 	if err := os.Rename(tmp, dir); err != nil {
 		return nil, fmt.Errorf("store pgo profile in %s: %w", dir, err)
 	}
-	o.progress("pgo: profile %s (%d calls, %.0f/s)", pf, note.Calls, note.CallsPerS)
+	o.progress("pgo: profile %s (%d calls, %.0f/s)", homeRel(pf), note.Calls, note.CallsPerS)
 	return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(prof)), Note: nf}, nil
 }
 
