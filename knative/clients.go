@@ -18,8 +18,8 @@ import (
 
 // Conditions callers branch on; check them with errors.Is.
 var (
-	// ErrNoKubeconfig: no --kubeconfig, $KUBECONFIG, ~/.kube/config, and
-	// not running in a cluster.
+	// ErrNoKubeconfig: no Kubeconfig.Path, $KUBECONFIG, ~/.kube/config,
+	// and not running in a cluster.
 	ErrNoKubeconfig = errors.New("no kubeconfig")
 	// ErrUnreachable: the API server did not answer.
 	ErrUnreachable = errors.New("cluster unreachable")
@@ -57,7 +57,7 @@ func (k Kubeconfig) Load() (*rest.Config, string, error) {
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, "", fmt.Errorf("load kubeconfig: %w: pass --kubeconfig, set $KUBECONFIG or create ~/.kube/config (or run inside a cluster)", ErrNoKubeconfig)
+			return nil, "", fmt.Errorf("load kubeconfig: %w: set $KUBECONFIG or create ~/.kube/config (or run inside a cluster)", ErrNoKubeconfig)
 		}
 		where := k.Path
 		if where == "" {

@@ -61,6 +61,10 @@ type TraceCollector struct {
 	ln  net.Listener
 	srv *http.Server
 
+	// listen is the address asked for and sentTo the zipkin-endpoint the
+	// cluster's config-tracing names (StartTraces), for the notes.
+	listen, sentTo string
+
 	mu      sync.Mutex
 	traces  map[model.TraceID][]model.SpanModel
 	changed chan struct{} // closed and replaced when spans of an expected trace arrive
@@ -281,6 +285,22 @@ func tracePhases(t0 time.Time, spans []model.SpanModel) []prober.Phase {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// StartTraces checks that the cluster exports Knative's trace spans
+// (CheckTracing) and starts a TraceCollector on listen (host:port) to
+// receive them. Close it when done.
+func StartTraces(ctx context.Context, c Clients, listen string) (*TraceCollector, error) {
+	endpoint, err := CheckTracing(ctx, c, listen)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := ListenTraces(listen)
+	if err != nil {
+		return nil, err
+	}
+	tc.listen, tc.sentTo = listen, endpoint
+	return tc, nil
 }
 
 // ErrNoTracing is returned when a TraceCollector is given but the

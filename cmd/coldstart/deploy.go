@@ -24,15 +24,15 @@ import (
 
 // deployOptions are coldstart deploy's flags.
 type deployOptions struct {
-	stderr     io.Writer // the command's error writer: progress and logs
-	Arms       []string
-	Images     []string // ARM=REF@sha256:HEX, as given
-	Namespace  string
-	Kubeconfig string
-	Context    string
-	DryRun     bool
-	Delete     bool
-	Timeout    time.Duration
+	stderr io.Writer // the command's error writer: progress and logs
+	Arms   []string
+	Images []string // ARM=REF@sha256:HEX, as given
+	// Cluster is --namespace, --kubeconfig and --context (--name-prefix is
+	// Service.NamePrefix).
+	cliopts.Cluster
+	DryRun  bool
+	Delete  bool
+	Timeout time.Duration
 	// Budget is --budget: the pods' requests and limits (parsePodBudget).
 	Budget podBudget
 	// CPU and Memory are the deprecated --cpu and --memory, the same as
@@ -88,9 +88,7 @@ Progress goes to stderr (-q: none); -v also prints each API request.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Arms, "arms", nil, "arms to deploy or delete, comma-separated (default: every arm given an --image; with --delete: all)")
 	f.StringArrayVar(&o.Images, "image", nil, "ARM=REPO@sha256:HEX: the arm's image by digest (repeat per arm), e.g. from the image arm's --push")
-	f.StringVar(&o.Namespace, "namespace", "", "namespace of the Services (\"\" = the kubeconfig context's, else default)")
-	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	f.StringVar(&o.Context, "context", "", "kubeconfig context (\"\" = current)")
+	o.Cluster.Bind(cmd)
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the Services as YAML and touch no cluster (the image arm without --image: built locally, marked not pushed)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `--dry-run: build cache for the local image arm ("" = ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds)`)
 	f.BoolVar(&o.Delete, "delete", false, "delete the Services deploy created (only those labelled app.kubernetes.io/managed-by=coldstart)")
@@ -366,18 +364,12 @@ func runDeploy(ctx context.Context, o *deployOptions, w io.Writer) error {
 		}
 		return o.dryRun(ctx, w, so)
 	}
-	cfg, ns, err := knative.Kubeconfig{Path: o.Kubeconfig, Context: o.Context}.Load()
-	if err != nil {
-		return err
-	}
-	if o.Namespace != "" {
-		ns = o.Namespace
-	}
+	var wrap func(http.RoundTripper) http.RoundTripper
 	if o.Verbose {
 		tr := &apiTrace{w: o.stderr}
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return apiTraceTransport{tr, rt} })
+		wrap = func(rt http.RoundTripper) http.RoundTripper { return apiTraceTransport{tr, rt} }
 	}
-	c, err := knative.NewClients(cfg)
+	c, ns, err := o.Cluster.Clients(wrap)
 	if err != nil {
 		return err
 	}

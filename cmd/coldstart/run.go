@@ -34,17 +34,15 @@ type runOptions struct {
 	// table of phase medians.
 	Wide   bool
 	Phases bool
-	// --on knative
-	On         string
-	Namespace  string
-	Kubeconfig string
-	Target     string
-	Via        string
-	Traces     string
+	// --on knative: --on, --via, the cluster and its Services, and run's
+	// own --target and --traces.
+	cliopts.Cluster
+	Target string
+	Traces string
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Via: "ingress"}
+	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Cluster: cliopts.NewCluster()}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
@@ -78,11 +76,9 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one cold start after this long")
 	f.Var(&o.PinProber, "pin-prober", "CPUs for the prober, e.g. 1 or 2-3 (\"\" = those outside the server's CPU set)")
 	f.Var(&o.PinServer, "pin-server", "CPUs for the server, e.g. 0 (\"\" = as --budget says); same as --budget cpus=LIST")
-	f.StringVar(&o.On, "on", "local", "where to start servers: local (processes and containers here) or knative (the Services coldstart deploy made)")
-	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
-	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	o.Cluster.BindOn(cmd, "where to start servers: local (processes and containers here) or knative (the Services coldstart deploy made)",
+		"--on knative: what --target is: ingress (probes carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; probes carry the revision's host REV.NS.svc.cluster.local, no ingress hop)")
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
-	f.StringVar(&o.Via, "via", o.Via, "--on knative: what --target is: ingress (probes carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; probes carry the revision's host REV.NS.svc.cluster.local, no ingress hop)")
 	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	f.BoolVar(&o.Wide, "wide", false, "print every summary column in the table (phases, cgroup, prober and launcher figures), as -o csv has them")
@@ -92,6 +88,9 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 }
 
 func (o *runOptions) validate() error {
+	if err := o.Cluster.Check(&o.Common, o.Target); err != nil {
+		return err
+	}
 	if err := o.serverOptions.validate(); err != nil {
 		return err
 	}
@@ -109,31 +108,16 @@ func (o *runOptions) validate() error {
 	} else if pc == campaign.Cold && o.On != "local" {
 		return fmt.Errorf("--page-cache cold evicts files on this machine: it goes with --on local")
 	}
-	switch o.On {
-	case "local":
-		if o.Namespace != "" || o.Kubeconfig != "" || o.Target != "" || o.Via != "ingress" || o.Traces != "" {
-			return fmt.Errorf("--namespace, --kubeconfig, --target, --via and --traces go with --on knative")
+	if !o.Knative() && o.Target != "" {
+		return fmt.Errorf("--target: only with --on knative")
+	}
+	if !o.Knative() && o.Traces != "" {
+		return fmt.Errorf("--traces: only with --on knative")
+	}
+	if o.Traces != "" {
+		if _, _, err := net.SplitHostPort(o.Traces); err != nil {
+			return fmt.Errorf("--traces: %q, want HOST:PORT to listen on (an address the cluster's pods reach): %v", o.Traces, err)
 		}
-	case "knative":
-		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
-			return fmt.Errorf("--on knative measures deployed Services: build and push with coldstart build --arms image --push, deploy with coldstart deploy; no PKG, --bin or server arguments here")
-		}
-		switch o.Via {
-		case "ingress":
-		case "activator":
-			if o.Target == "" {
-				return fmt.Errorf("--via activator: give the activator's address as --target HOST:PORT (its Service's h2c port is 81)")
-			}
-		default:
-			return fmt.Errorf("--via: %q, want ingress or activator", o.Via)
-		}
-		if o.Traces != "" {
-			if _, _, err := net.SplitHostPort(o.Traces); err != nil {
-				return fmt.Errorf("--traces: %q, want HOST:PORT to listen on (an address the cluster's pods reach): %v", o.Traces, err)
-			}
-		}
-	default:
-		return fmt.Errorf("--on: %q, want local or knative", o.On)
 	}
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--start-timeout: %v, want a positive duration", o.Timeout)
@@ -157,7 +141,7 @@ func (o *runOptions) budgets() []budget.Budget {
 
 // runColdstart builds the arms and runs the cold-start campaign.
 func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
-	if o.On == "knative" {
+	if o.Knative() {
 		return runOnKnative(ctx, o, w)
 	}
 	checker, rf, built, err := o.begin(ctx, "coldstart", o.Transport)

@@ -24,7 +24,7 @@ var optsCmp = cmp.Options{
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, On: "local", Via: "ingress"}
+		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Cluster: cliopts.NewCluster()}
 		if mod != nil {
 			mod(&o)
 		}
@@ -78,7 +78,7 @@ func TestRunFlags(t *testing.T) {
 				o.On, o.Via, o.Target, o.Traces = "knative", "activator", "10.234.0.31:81", "10.233.0.1:9411"
 			})},
 		{name: "traces without a port", args: []string{"--on", "knative", "--traces", "10.233.0.1"}, wantErr: `--traces: "10.233.0.1", want HOST:PORT`},
-		{name: "traces locally", args: []string{"--traces", "127.0.0.1:9411"}, wantErr: "--traces go with --on knative"},
+		{name: "traces locally", args: []string{"--traces", "127.0.0.1:9411"}, wantErr: "--traces: only with --on knative"},
 		{name: "via activator needs its address", args: []string{"--on", "knative", "--via", "activator"}, wantErr: "--via activator: give the activator's address"},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
 		{name: "cold page cache", args: []string{"--page-cache", "cold"}, want: base(func(o *runOptions) { o.PageCache = "cold" })},

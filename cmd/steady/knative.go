@@ -18,14 +18,7 @@ import (
 // uses, counting the revision's running pods at every window's edges, with
 // the cluster's provenance.
 func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Writer) error {
-	kc, ns, err := knative.Kubeconfig{Path: o.Kubeconfig}.Load()
-	if err != nil {
-		return err
-	}
-	if o.Namespace != "" {
-		ns = o.Namespace
-	}
-	c, err := knative.NewClients(kc)
+	c, ns, err := o.Cluster.Clients(nil)
 	if err != nil {
 		return err
 	}

@@ -48,10 +48,8 @@ type runOptions struct {
 	Client       string
 	Target       string
 	ServerPID    int
-	On           string
-	Via          string
-	Namespace    string
-	Kubeconfig   string
+	// --on knative: --on, --via, the cluster and its Services.
+	cliopts.Cluster
 	DebugAddr    string
 	AllowRemote  bool
 	Soak         time.Duration
@@ -68,6 +66,7 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 		Warmup: 20000, Calls: 50000, Rounds: steady.DefaultRounds, Confidence: stats.DefaultConfidence, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
 		MaxInFlight: 128, HTTPPath: "/echo",
 		Client: "grpc", SoakInterval: time.Minute, WindowLimit: 10 * time.Minute,
+		Cluster: cliopts.NewCluster(),
 	}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
@@ -143,10 +142,8 @@ verdict: stable or drifting.`,
 	f.Var(&o.PinGenerator, "pin-generator", "CPUs for steady itself, e.g. 1 (\"\" = not pinned); servers then default to the other CPUs")
 	f.StringVar(&o.Client, "client", o.Client, "gRPC client: grpc (grpc-go) or lean (HTTP/2 frames written directly, for a cheaper generator)")
 	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path; with --on knative, the ingress address (\"\" = each Service's cluster-local address)")
-	f.StringVar(&o.On, "on", "local", "where the servers run: local, or knative (the Services coldstart deploy made, one per --arms arm, loaded through --target with each Service's host as :authority)")
-	f.StringVar(&o.Via, "via", "ingress", "--on knative: what --target is: ingress (calls carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; calls carry the revision's host, as coldstart run --via activator)")
-	f.StringVar(&o.Namespace, "namespace", "", "--on knative: the Services' namespace (\"\" = the kubeconfig context's, else default)")
-	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "--on knative: kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	o.Cluster.BindOn(cmd, "where the servers run: local, or knative (the Services coldstart deploy made, one per --arms arm, loaded through --target with each Service's host as :authority)",
+		"--on knative: what --target is: ingress (calls carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; calls carry the revision's host, as coldstart run --via activator)")
 	f.IntVar(&o.ServerPID, "server-pid", 0, "with --target: the server's PID (its listener), to meter its CPU and memory (0 = unknown: those columns are null)")
 	f.StringVar(&o.DebugAddr, "debug-addr", "", "with --target: where the server serves runtime metrics (/debug/runtime), for allocation per call and GC cycles")
 	f.BoolVar(&o.AllowRemote, "allow-remote", false, "with --target: allow an address that is not loopback")
@@ -160,6 +157,9 @@ verdict: stable or drifting.`,
 // validate checks every flag and fills o.cfg, naming the flag in errors.
 func (o *runOptions) validate(cmd *cobra.Command) error {
 	c := &o.cfg
+	if err := o.Cluster.Check(&o.Common, o.Target); err != nil {
+		return err
+	}
 	if err := o.Common.Validate(); err != nil {
 		return err
 	}
@@ -226,15 +226,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		c.Budgets = []budget.Budget{{CPUs: o.PinServer}}
 	}
 	c.Client = steady.Client(o.Client)
-	switch o.On {
-	case "local":
-		if o.Namespace != "" || o.Kubeconfig != "" || o.Via != "ingress" {
-			return errors.New("--namespace, --kubeconfig, --via: only with --on knative")
-		}
-	case "knative":
-		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 {
-			return errors.New("--on knative: loads the Services coldstart deploy made (--arms names them); --bin, PKG and server arguments start local servers")
-		}
+	if o.Knative() {
 		if o.ServerPID != 0 || o.DebugAddr != "" || cmd.Flags().Changed("budget") || len(o.PinServer) > 0 {
 			return errors.New("--on knative: --server-pid, --debug-addr, --budget and --pin-server are for local servers (the pods run on the cluster)")
 		}
@@ -248,17 +240,6 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 				return fmt.Errorf("--target: %w", err)
 			}
 		}
-		switch o.Via {
-		case "ingress":
-		case "activator":
-			if o.Target == "" {
-				return errors.New("--via activator: give the activator's address as --target (e.g. its Service's ClusterIP on port 81)")
-			}
-		default:
-			return fmt.Errorf("--via: %q, want ingress or activator", o.Via)
-		}
-	default:
-		return fmt.Errorf("--on: %q, want local or knative", o.On)
 	}
 	if o.Target != "" && o.On == "local" {
 		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 || o.Arms.Given() {

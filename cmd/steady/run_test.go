@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--on", "knative", "--bin", "/bin/a"}, "--on knative"},
 		{[]string{"--on", "knative", "--server-pid", "3"}, "--on knative"},
 		{[]string{"--on", "knative", "--protocol", "http1"}, "--on knative: --protocol http1"},
-		{[]string{"--via", "activator"}, "--namespace, --kubeconfig, --via: only with --on knative"},
+		{[]string{"--via", "activator"}, "--via: only with --on knative"},
 		{[]string{"--on", "knative", "--via", "activator"}, "--via activator: give the activator's address as --target"},
 		{[]string{"--on", "knative", "--via", "mesh", "--target", "127.0.0.1:81"}, `--via: "mesh", want ingress or activator`},
 		{[]string{"--arms", "static,upx", "--baseline", "default"}, `--baseline: "default" is not measured (arms: static, upx)`},

@@ -1,0 +1,133 @@
+package cliopts
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coldstart-go/coldstart/knative"
+)
+
+// Cluster are the flags that point a command at Knative: where the
+// servers run (--on, --via: coldstart run and steady run only), and which
+// cluster and namespace (--kubeconfig, --context, --namespace). Build one with NewCluster, bind it with Bind (deploy:
+// always on a cluster) or BindOn (run: local unless --on knative), check
+// it with Check and make the clients with Clients.
+type Cluster struct {
+	// On is where the servers run: "local" or "knative".
+	On string
+	// Via is what --target is on Knative: "ingress" (probes carry the
+	// Service's host) or "activator" (Knative's activator; probes carry
+	// the revision's host).
+	Via string
+	// Namespace is the Services' namespace ("" = the kubeconfig
+	// context's, else default).
+	Namespace string
+	// Kubeconfig is the kubeconfig file ("" = $KUBECONFIG, ~/.kube/config,
+	// or the in-cluster service account).
+	Kubeconfig string
+	// Context is the kubeconfig context ("" = current).
+	Context string
+}
+
+// NewCluster returns the cluster flags with their defaults: local, via
+// the ingress.
+func NewCluster() Cluster {
+	return Cluster{On: "local", Via: "ingress"}
+}
+
+// Bind adds --namespace, --kubeconfig and --context to cmd, for a command
+// that always works on a cluster (deploy).
+func (k *Cluster) Bind(cmd *cobra.Command) {
+	k.bind(cmd, "", "namespace of the Services")
+}
+
+// BindOn adds --on and --via, with the command's own help for each, and
+// the flags Bind adds, for --on knative only.
+func (k *Cluster) BindOn(cmd *cobra.Command, onHelp, viaHelp string) {
+	f := cmd.Flags()
+	f.StringVar(&k.On, "on", k.On, onHelp)
+	f.StringVar(&k.Via, "via", k.Via, viaHelp)
+	k.bind(cmd, "--on knative: ", "the Services' namespace")
+}
+
+func (k *Cluster) bind(cmd *cobra.Command, prefix, namespace string) {
+	f := cmd.Flags()
+	f.StringVar(&k.Namespace, "namespace", "", prefix+namespace+" (\"\" = the kubeconfig context's, else default)")
+	f.StringVar(&k.Kubeconfig, "kubeconfig", "", prefix+"kubeconfig file (\"\" = $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&k.Context, "context", "", prefix+"kubeconfig context (\"\" = current)")
+}
+
+// Knative reports whether the servers are Knative Services (--on knative).
+func (k *Cluster) Knative() bool { return k.On == "knative" }
+
+// Check checks the flags BindOn added against the shared ones, before
+// c.Validate: --on and --via take one of their values; locally none of
+// the Knative flags is given; on Knative there is nothing to build or
+// start (no PKG, --bin or server arguments), and --via activator has its
+// address in target (the command's --target).
+func (k *Cluster) Check(c *Common, target string) error {
+	switch k.On {
+	case "local":
+		var given []string
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"--namespace", k.Namespace != ""}, {"--kubeconfig", k.Kubeconfig != ""}, {"--context", k.Context != ""},
+			{"--via", k.Via != "ingress"},
+		} {
+			if f.set {
+				given = append(given, f.name)
+			}
+		}
+		if len(given) > 0 {
+			return fmt.Errorf("%s: only with --on knative", strings.Join(given, ", "))
+		}
+		return nil
+	case "knative":
+	default:
+		return fmt.Errorf("--on: %q, want local or knative", k.On)
+	}
+	if c.Bin.Given() || c.Pkg != "" || len(c.ServerArgs) > 0 {
+		return errors.New("--on knative measures the Services coldstart deploy made (--arms names them): no PKG, --bin or server arguments here; build and push with coldstart build --arms image --push, deploy with coldstart deploy")
+	}
+	switch k.Via {
+	case "ingress":
+	case "activator":
+		if target == "" {
+			return errors.New("--via activator: give the activator's address as --target HOST:PORT (its Service's h2c port is 81)")
+		}
+	default:
+		return fmt.Errorf("--via: %q, want ingress or activator", k.Via)
+	}
+	return nil
+}
+
+// Clients loads the kubeconfig (--kubeconfig, --context) and makes the
+// clients, and returns them with the namespace: --namespace, else the
+// context's, else default. wrap, when not nil, wraps each request's
+// transport (deploy -v prints them). No request is made yet.
+func (k *Cluster) Clients(wrap func(http.RoundTripper) http.RoundTripper) (knative.Clients, string, error) {
+	cfg, ns, err := knative.Kubeconfig{Path: k.Kubeconfig, Context: k.Context}.Load()
+	if errors.Is(err, knative.ErrNoKubeconfig) {
+		return knative.Clients{}, "", fmt.Errorf("%w; or pass --kubeconfig", err)
+	}
+	if err != nil {
+		return knative.Clients{}, "", err
+	}
+	if k.Namespace != "" {
+		ns = k.Namespace
+	}
+	if wrap != nil {
+		cfg.Wrap(wrap)
+	}
+	c, err := knative.NewClients(cfg)
+	if err != nil {
+		return knative.Clients{}, "", err
+	}
+	return c, ns, nil
+}

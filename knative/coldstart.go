@@ -1,0 +1,101 @@
+package knative
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
+)
+
+// ColdStart configures the scale-from-zero campaign on Knative, as
+// campaign.ColdStart does the local one: one Service per arm, the arms
+// interleaved, each cold start a prober.Sample and each arm a summary.
+type ColdStart struct {
+	Clients   Clients
+	Namespace string
+	// Arms are the arms measured, in order; arm A is the Service
+	// NamePrefix+A, as Deploy names it (ServiceOptions.ServiceName).
+	Arms       []string
+	NamePrefix string
+	// Runs is the number of counted cold starts per arm, after one
+	// uncounted warm-up round.
+	Runs int
+	// Target is the host:port probes dial ("" = each Service's
+	// cluster-local address, from inside the cluster); with Activator it
+	// is Knative's activator, not an ingress (MeasureOptions).
+	Target    string
+	Activator bool
+	// ProbeTimeout bounds one cold start (0 = MeasureOptions' default).
+	ProbeTimeout time.Duration
+	// Checker decides readiness (nil = grpc.health.v1 Check).
+	Checker prober.Checker
+	// Confidence is the level of each median's interval.
+	Confidence float64
+	// Traces, when set, adds the phases from Knative's spans (StartTraces).
+	Traces *TraceCollector
+	// Progress receives progress lines (nil = quiet).
+	Progress io.Writer
+	// Noise, when set, gets what else this machine did during each round.
+	Noise func(scope string, w noise.Window) error
+}
+
+// Budget is what the samples and summaries of a Knative campaign carry
+// as their budget: the pods' requests and limits are the Services'.
+const Budget = "knative"
+
+// Notes are the results file's notes for the campaign: the cluster's
+// provenance (ClusterNotes), the probes' path, and where the trace phases
+// come from when Traces is set.
+func (c ColdStart) Notes(ctx context.Context) map[string]string {
+	notes := ClusterNotes(ctx, c.Clients, c.Namespace)
+	notes["probe_via"] = "ingress"
+	if c.Activator {
+		notes["probe_via"] = "activator"
+		notes["probe_path"] = "prober -> activator Service " + c.Target + " -> revision pod (queue-proxy -> server); no ingress hop"
+	}
+	if c.Traces != nil {
+		notes["trace_phases"] = "activator_received, activator_released, queue_proxy_received: from the Zipkin spans the cluster's config-tracing sends to " + c.Traces.sentTo + " (received at " + c.Traces.listen + "), the components' own clocks"
+	}
+	return notes
+}
+
+// Run measures the arms' Services, interleaved (ScaleFromZeroInterleaved:
+// each Service scales to zero while the others are measured), passing
+// every sample to record as it comes, and returns one summary per arm that
+// has samples, in arm order, also when it fails part way.
+func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]record.Summary, error) {
+	checker := c.Checker
+	if checker == nil {
+		checker = prober.Health{}
+	}
+	var mos []MeasureOptions
+	for i, arm := range c.Arms {
+		mo := MeasureOptions{
+			Namespace: c.Namespace, Service: c.NamePrefix + arm, Arm: arm, Budget: Budget,
+			Runs: c.Runs, Warmup: true, Target: c.Target, Activator: c.Activator, ProbeTimeout: c.ProbeTimeout,
+			Probe: CheckerProbe(checker), Log: c.Progress, Traces: c.Traces,
+		}
+		if i == 0 {
+			mo.Noise = c.Noise
+		}
+		mos = append(mos, mo)
+	}
+	samples := map[string][]prober.Sample{}
+	err := ScaleFromZeroInterleaved(ctx, c.Clients, mos, func(s prober.Sample) error {
+		samples[s.Arm] = append(samples[s.Arm], s)
+		return rec(s)
+	})
+	var sums []record.Summary
+	for _, arm := range c.Arms {
+		if len(samples[arm]) == 0 {
+			continue
+		}
+		s := record.SummarizeAt(samples[arm], c.Confidence)
+		s.Arm, s.Budget, s.Probe = arm, Budget, checker.Name()
+		sums = append(sums, s)
+	}
+	return sums, err
+}
