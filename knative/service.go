@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -109,6 +110,16 @@ func DefaultServiceOptions() ServiceOptions {
 // ServiceName is the name of arm's Service.
 func (o ServiceOptions) ServiceName(arm string) string { return o.NamePrefix + arm }
 
+// CheckServiceName refuses a name Kubernetes would refuse for a Service:
+// one that is not a DNS-1035 label (at most 63 lower-case letters, digits
+// and '-', starting with a letter and not ending with '-').
+func CheckServiceName(name string) error {
+	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+		return fmt.Errorf("service name %q: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // ParseDigest checks that ref names an image by digest and returns it
 // normalised; a tag-only or malformed reference is an error wrapping
 // ErrNoDigest.
@@ -128,8 +139,8 @@ func NewService(arm Arm, o ServiceOptions) (*servingv1.Service, error) {
 		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 	}
 	svcName := o.ServiceName(arm.Name)
-	if errs := validation.IsDNS1035Label(svcName); len(errs) > 0 {
-		return nil, fmt.Errorf("arm %s: service name %q: %v", arm.Name, svcName, errs)
+	if err := CheckServiceName(svcName); err != nil {
+		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 	}
 	if o.Port <= 0 || o.Port > 65535 {
 		return nil, fmt.Errorf("arm %s: port %d out of range 1-65535", arm.Name, o.Port)

@@ -30,7 +30,7 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 		return err
 	}
 	cs := knative.ColdStart{
-		Clients: c, Namespace: ns, Arms: o.Arms.Names, NamePrefix: knative.DefaultServiceOptions().NamePrefix,
+		Clients: c, Namespace: ns, Arms: o.Arms.Names, NamePrefix: o.NamePrefix,
 		Runs: o.Runs, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,
 		Checker: checker, Confidence: o.Confidence, Progress: o.Progress(),
 	}

@@ -77,6 +77,15 @@ func TestRunFlags(t *testing.T) {
 			want: base(func(o *runOptions) {
 				o.On, o.Via, o.Target, o.Traces = "knative", "activator", "10.234.0.31:81", "10.233.0.1:9411"
 			})},
+		// Deployed Services are measured by name: any arm, any prefix.
+		{name: "on knative, a user's service", args: []string{"--on", "knative", "--arms", "myservice", "--name-prefix", "team-"},
+			want: base(func(o *runOptions) {
+				o.On, o.Arms, o.NamePrefix = "knative", arms("myservice"), "team-"
+			})},
+		{name: "a user's service is no local arm", args: []string{"--arms", "myservice"},
+			wantErr: `--arms: unknown arm "myservice" (known: default, pgo, static, upx, image, prebound, snapshot)`},
+		{name: "name prefix locally", args: []string{"--name-prefix", "team-"}, wantErr: "--name-prefix: only with --on knative"},
+		{name: "on knative, not a service name", args: []string{"--on", "knative", "--arms", "my.service"}, wantErr: `--arms my.service (--name-prefix "coldstart-"): service name "coldstart-my.service"`},
 		{name: "traces without a port", args: []string{"--on", "knative", "--traces", "10.233.0.1"}, wantErr: `--traces: "10.233.0.1", want HOST:PORT`},
 		{name: "traces locally", args: []string{"--traces", "127.0.0.1:9411"}, wantErr: "--traces: only with --on knative"},
 		{name: "via activator needs its address", args: []string{"--on", "knative", "--via", "activator"}, wantErr: "--via activator: give the activator's address"},

@@ -14,7 +14,7 @@ import (
 )
 
 // runOnKnative loads each arm's Knative Service (`coldstart deploy`'s
-// names) through the address and :authority `coldstart run --on knative`
+// names: --name-prefix and the arm) through the address and :authority `coldstart run --on knative`
 // uses, counting the revision's running pods at every window's edges, with
 // the cluster's provenance.
 func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Writer) error {
@@ -29,11 +29,10 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 	if err != nil {
 		return err
 	}
-	prefix := knative.DefaultServiceOptions().NamePrefix
 	var rows, rounds []steady.Row
 	for _, arm := range o.Arms.Names {
 		var t steady.Target
-		if t, err = knative.SteadyTarget(ctx, c, ns, prefix+arm, arm, o.Target, "", o.Via == "activator"); err != nil {
+		if t, err = knative.SteadyTarget(ctx, c, ns, o.ServiceName(arm), arm, o.Target, "", o.Via == "activator"); err != nil {
 			err = fmt.Errorf("%s arm on knative: %w", arm, err)
 			break
 		}

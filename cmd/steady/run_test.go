@@ -121,6 +121,18 @@ func TestParse(t *testing.T) {
 			arms: []string{"static"},
 		},
 		{
+			// A user's deployed Service: any arm name, its own prefix.
+			name: "knative, a user's service",
+			args: []string{"--on", "knative", "--arms", "myservice", "--name-prefix", "team-"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+			},
+			arms: []string{"myservice"},
+		},
+		{
 			name: "soak",
 			args: []string{"--soak", "10m", "--soak-interval", "30s", "--rate", "500"},
 			want: steady.Config{
@@ -204,6 +216,8 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--on", "mars"}, `--on: "mars", want local or knative`},
 		{[]string{"--namespace", "x"}, "only with --on knative"},
 		{[]string{"--on", "knative", "--bin", "/bin/a"}, "--on knative"},
+		{[]string{"--arms", "myservice"}, `--arms: unknown arm "myservice"`},
+		{[]string{"--on", "knative", "--arms", "My_Service"}, `service name "coldstart-My_Service"`},
 		{[]string{"--on", "knative", "--server-pid", "3"}, "--on knative"},
 		{[]string{"--on", "knative", "--protocol", "http1"}, "--on knative: --protocol http1"},
 		{[]string{"--via", "activator"}, "--via: only with --on knative"},

@@ -142,6 +142,9 @@ func (c *Common) Validate() error {
 	if len(c.positional) > 1 {
 		return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", c.positional)
 	}
+	if err := c.Arms.check(); err != nil {
+		return err
+	}
 	arms, err := c.Bin.ArmsFor(c.Pkg, c.Arms.Names, c.Arms.Given())
 	if err != nil {
 		return err

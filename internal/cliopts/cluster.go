@@ -13,7 +13,8 @@ import (
 
 // Cluster are the flags that point a command at Knative: where the
 // servers run (--on, --via: coldstart run and steady run only), and which
-// cluster and namespace (--kubeconfig, --context, --namespace). Build one with NewCluster, bind it with Bind (deploy:
+// cluster, namespace and Services (--kubeconfig, --context, --namespace,
+// --name-prefix). Build one with NewCluster, bind it with Bind (deploy:
 // always on a cluster) or BindOn (run: local unless --on knative), check
 // it with Check and make the clients with Clients.
 type Cluster struct {
@@ -31,12 +32,15 @@ type Cluster struct {
 	Kubeconfig string
 	// Context is the kubeconfig context ("" = current).
 	Context string
+	// NamePrefix is what coldstart deploy put before each arm's name to
+	// make its Service's name (BindOn only; deploy binds its own).
+	NamePrefix string
 }
 
 // NewCluster returns the cluster flags with their defaults: local, via
-// the ingress.
+// the ingress, and deploy's default name prefix.
 func NewCluster() Cluster {
-	return Cluster{On: "local", Via: "ingress"}
+	return Cluster{On: "local", Via: "ingress", NamePrefix: knative.DefaultServiceOptions().NamePrefix}
 }
 
 // Bind adds --namespace, --kubeconfig and --context to cmd, for a command
@@ -45,12 +49,13 @@ func (k *Cluster) Bind(cmd *cobra.Command) {
 	k.bind(cmd, "", "namespace of the Services")
 }
 
-// BindOn adds --on and --via, with the command's own help for each, and
-// the flags Bind adds, for --on knative only.
+// BindOn adds --on and --via, with the command's own help for each, the
+// flags Bind adds, and --name-prefix, each of those for --on knative only.
 func (k *Cluster) BindOn(cmd *cobra.Command, onHelp, viaHelp string) {
 	f := cmd.Flags()
 	f.StringVar(&k.On, "on", k.On, onHelp)
 	f.StringVar(&k.Via, "via", k.Via, viaHelp)
+	f.StringVar(&k.NamePrefix, "name-prefix", k.NamePrefix, "--on knative: the Services' name prefix, as coldstart deploy --name-prefix set it: each --arms arm is the Service PREFIX+ARM, and any arm name deploy took is one")
 	k.bind(cmd, "--on knative: ", "the Services' namespace")
 }
 
@@ -64,11 +69,16 @@ func (k *Cluster) bind(cmd *cobra.Command, prefix, namespace string) {
 // Knative reports whether the servers are Knative Services (--on knative).
 func (k *Cluster) Knative() bool { return k.On == "knative" }
 
+// ServiceName is the name of arm's Service: NamePrefix+arm, as deploy
+// names it.
+func (k *Cluster) ServiceName(arm string) string { return k.NamePrefix + arm }
+
 // Check checks the flags BindOn added against the shared ones, before
 // c.Validate: --on and --via take one of their values; locally none of
 // the Knative flags is given; on Knative there is nothing to build or
-// start (no PKG, --bin or server arguments), and --via activator has its
-// address in target (the command's --target).
+// start (no PKG, --bin or server arguments), --via activator has its
+// address in target (the command's --target), and --arms names deployed
+// Services, not builds: any arm whose Service name is a DNS-1035 label.
 func (k *Cluster) Check(c *Common, target string) error {
 	switch k.On {
 	case "local":
@@ -78,7 +88,7 @@ func (k *Cluster) Check(c *Common, target string) error {
 			set  bool
 		}{
 			{"--namespace", k.Namespace != ""}, {"--kubeconfig", k.Kubeconfig != ""}, {"--context", k.Context != ""},
-			{"--via", k.Via != "ingress"},
+			{"--via", k.Via != "ingress"}, {"--name-prefix", k.NamePrefix != NewCluster().NamePrefix},
 		} {
 			if f.set {
 				given = append(given, f.name)
@@ -103,6 +113,12 @@ func (k *Cluster) Check(c *Common, target string) error {
 		}
 	default:
 		return fmt.Errorf("--via: %q, want ingress or activator", k.Via)
+	}
+	c.Arms.services = true
+	for _, arm := range c.Arms.Names {
+		if err := knative.CheckServiceName(k.ServiceName(arm)); err != nil {
+			return fmt.Errorf("--arms %s (--name-prefix %q): %w", arm, k.NamePrefix, err)
+		}
 	}
 	return nil
 }

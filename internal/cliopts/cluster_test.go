@@ -41,27 +41,44 @@ func parseCluster(args ...string) (*Common, *Cluster, error) {
 
 func TestCluster(t *testing.T) {
 	tests := []struct {
-		name    string
-		args    []string
-		arms    []string
-		wantErr string
+		name     string
+		args     []string
+		arms     []string
+		services []string
+		wantErr  string
 	}{
 		{name: "local by default", arms: []string{"default", "static"}},
+		{name: "knative: the build arms are Services too", args: []string{"--on", "knative", "--arms", "default,image"},
+			arms: []string{"default", "image"}, services: []string{"coldstart-default", "coldstart-image"}},
+		// A user's deployed Service is measured by its name, whichever
+		// flag comes first.
+		{name: "knative: any arm name", args: []string{"--arms", "myservice,default", "--on", "knative"},
+			arms: []string{"myservice", "default"}, services: []string{"coldstart-myservice", "coldstart-default"}},
+		{name: "knative: the name prefix", args: []string{"--on", "knative", "--name-prefix", "", "--arms", "myservice"},
+			arms: []string{"myservice"}, services: []string{"myservice"}},
+		{name: "knative: all is every build arm", args: []string{"--on", "knative", "--name-prefix", "bench-", "--arms", "all,default"},
+			arms: []string{"default", "pgo", "static", "upx", "image"}, services: []string{"bench-default", "bench-pgo", "bench-static", "bench-upx", "bench-image"}},
+		{name: "locally an unknown arm is refused", args: []string{"--arms", "myservice"},
+			wantErr: `--arms: unknown arm "myservice" (known: default, pgo, static, upx, image)`},
+		{name: "knative: not a DNS-1035 label", args: []string{"--on", "knative", "--arms", "My_Service"},
+			wantErr: `--arms My_Service (--name-prefix "coldstart-"): service name "coldstart-My_Service": a DNS-1035 label must consist of lower case`},
+		{name: "knative: a prefix that makes a bad name", args: []string{"--on", "knative", "--name-prefix", "9-", "--arms", "default"},
+			wantErr: `--arms default (--name-prefix "9-"): service name "9-default"`},
 		{name: "knative: no PKG", args: []string{"--on", "knative", "./cmd/api"}, wantErr: "--on knative measures the Services coldstart deploy made"},
 		{name: "knative: no --bin", args: []string{"--on", "knative", "--bin", "/bin/true"}, wantErr: "no PKG, --bin or server arguments"},
 		{name: "knative: activator needs --target", args: []string{"--on", "knative", "--via", "activator"}, wantErr: "--via activator: give the activator's address as --target"},
 		{name: "knative: activator", args: []string{"--on", "knative", "--via", "activator", "--target", "10.0.0.1:81", "--arms", "static"},
-			arms: []string{"static"}},
+			arms: []string{"static"}, services: []string{"coldstart-static"}},
 		{name: "knative: unknown via", args: []string{"--on", "knative", "--via", "mesh"}, wantErr: `--via: "mesh", want ingress or activator`},
 		{name: "unknown place", args: []string{"--on", "mars"}, wantErr: `--on: "mars", want local or knative`},
-		{name: "locally: the cluster flags given", args: []string{"--namespace", "x", "--context", "kind"},
-			wantErr: "--namespace, --context: only with --on knative"},
+		{name: "locally: the cluster flags given", args: []string{"--namespace", "x", "--context", "kind", "--name-prefix", "p-"},
+			wantErr: "--namespace, --context, --name-prefix: only with --on knative"},
 		{name: "locally: --kubeconfig and --via", args: []string{"--kubeconfig", "/k", "--via", "activator"},
 			wantErr: "--kubeconfig, --via: only with --on knative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _, err := parseCluster(tt.args...)
+			c, k, err := parseCluster(tt.args...)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("parse(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
@@ -73,6 +90,15 @@ func TestCluster(t *testing.T) {
 			}
 			if got := strings.Join(c.Arms.Names, ","); got != strings.Join(tt.arms, ",") {
 				t.Errorf("parse(%q) arms = %s, want %s", tt.args, got, strings.Join(tt.arms, ","))
+			}
+			var services []string
+			if k.Knative() {
+				for _, a := range c.Arms.Names {
+					services = append(services, k.ServiceName(a))
+				}
+			}
+			if got, want := strings.Join(services, ","), strings.Join(tt.services, ","); got != want {
+				t.Errorf("parse(%q) services = %s, want %s", tt.args, got, want)
 			}
 		})
 	}

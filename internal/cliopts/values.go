@@ -1,7 +1,9 @@
 package cliopts
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/coldstart-go/coldstart/builds"
@@ -11,11 +13,18 @@ import (
 // Arms is --arms as a pflag.Value: comma-separated arm names, each checked
 // against the arms the command knows (the registered build arms and the
 // command's own), "all" for every build arm. It remembers whether it was
-// given, so its default may depend on other flags (--bin PATH).
+// given, so its default may depend on other flags (--bin PATH). A name
+// it does not know is kept and refused by Common.Validate, not by Set:
+// with --on knative (Cluster.Check) the arms name deployed Services, and
+// any name is one, whichever flag comes first.
 type Arms struct {
 	Names []string
 	given bool
 	extra []string // the command's own arms beside the build arms
+	// unknown is Set's error for a name none of the known arms; services
+	// says the names are Services' (Cluster.Check), so it does not apply.
+	unknown  error
+	services bool
 }
 
 // String renders the list as Set reads it.
@@ -27,10 +36,40 @@ func (a *Arms) Type() string { return "arms" }
 // Set replaces the list with the arms in s.
 func (a *Arms) Set(s string) error {
 	names, err := builds.ParseArmList(s, a.extra...)
-	if err != nil {
+	a.unknown = nil
+	if errors.Is(err, builds.ErrUnknownArm) {
+		a.unknown, names = err, anyArms(s)
+	} else if err != nil {
 		return err
 	}
 	a.Names, a.given = names, true
+	return nil
+}
+
+// anyArms reads a list of arms as ParseArmList does, "all" for every build
+// arm, without checking the names.
+func anyArms(s string) []string {
+	var names []string
+	for _, a := range strings.Split(s, ",") {
+		switch a = strings.TrimSpace(a); {
+		case a == "all":
+			for _, k := range builds.Known() {
+				if !slices.Contains(names, k) {
+					names = append(names, k)
+				}
+			}
+		case a != "" && !slices.Contains(names, a):
+			names = append(names, a)
+		}
+	}
+	return names
+}
+
+// check refuses a name Set did not know, unless the arms are Services.
+func (a *Arms) check() error {
+	if a.unknown != nil && !a.services {
+		return fmt.Errorf("--arms: %w", a.unknown)
+	}
 	return nil
 }
 
