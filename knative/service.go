@@ -56,6 +56,37 @@ type Arm struct {
 	Budget budget.Budget
 }
 
+// EnvVar is one environment variable of the server container: Value as
+// it is, or, when Secret is set, the value of Key in the Secret of that
+// name in the Service's namespace, which the kubelet reads when it
+// starts the pod, so that the value is never in the manifest (nor passes
+// through coldstart).
+type EnvVar struct {
+	Name   string
+	Value  string
+	Secret string
+	Key    string
+}
+
+// Check refuses what Kubernetes would: a variable name that is not a C
+// identifier-like name, a Secret name that is not a DNS-1123 subdomain,
+// a key that is not one a Secret can hold. Errors never quote Value.
+func (e EnvVar) Check() error {
+	if errs := validation.IsEnvVarName(e.Name); len(errs) > 0 {
+		return fmt.Errorf("environment variable %q: %s", e.Name, strings.Join(errs, "; "))
+	}
+	if e.Secret == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(e.Secret); len(errs) > 0 {
+		return fmt.Errorf("environment variable %s: secret name %q: %s", e.Name, e.Secret, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsConfigMapKey(e.Key); len(errs) > 0 {
+		return fmt.Errorf("environment variable %s: key %q of secret %s: %s", e.Name, e.Key, e.Secret, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // ServiceOptions shape the Service of every arm. The zero value is not
 // useful; start from DefaultServiceOptions.
 type ServiceOptions struct {
@@ -67,6 +98,9 @@ type ServiceOptions struct {
 	Port int32
 	// Args are the container's arguments (nil = the image's own).
 	Args []string
+	// Env are the container's environment variables, in order, each a
+	// value as it is (it is in the manifest) or a key of a Secret.
+	Env []EnvVar
 
 	// MinScale is autoscaling.knative.dev/min-scale.
 	MinScale int
@@ -184,6 +218,18 @@ func NewService(arm Arm, o ServiceOptions) (*servingv1.Service, error) {
 		// Knative passes the port to the server as $PORT; the name h2c
 		// makes the queue-proxy and the activator speak HTTP/2 cleartext.
 		Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: o.Port, Protocol: corev1.ProtocolTCP}},
+	}
+	for _, e := range o.Env {
+		if err := e.Check(); err != nil {
+			return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+		}
+		if e.Secret == "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+			continue
+		}
+		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.Secret}, Key: e.Key},
+		}})
 	}
 	if o.GRPCReadiness {
 		// The default readiness check is a TCP connect, which succeeds once

@@ -171,3 +171,43 @@ func TestKnativeValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestNewServiceEnv: plain variables are in the manifest as given; a
+// secret's is a reference to its key, with no value, and Knative's own
+// validation takes both.
+func TestNewServiceEnv(t *testing.T) {
+	o := DefaultServiceOptions()
+	o.Env = []EnvVar{{Name: "LOG_LEVEL", Value: "debug"}, {Name: "DB_PASSWORD", Secret: "db-creds", Key: "password"}, {Name: "EMPTY"}}
+	s, err := NewService(testArms()[0], o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.EnvVar{
+		{Name: "LOG_LEVEL", Value: "debug"},
+		{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db-creds"}, Key: "password"}}},
+		{Name: "EMPTY"},
+	}
+	if d := cmp.Diff(want, s.Spec.Template.Spec.Containers[0].Env); d != "" {
+		t.Errorf("container env (-want +got):\n%s", d)
+	}
+	ctx := apis.WithinCreate(context.Background())
+	s.SetDefaults(ctx)
+	if fe := s.Validate(ctx).Filter(apis.ErrorLevel); fe != nil {
+		t.Errorf("Knative's validation of a Service with env: %v", fe)
+	}
+
+	for _, tt := range []struct {
+		env EnvVar
+		msg string
+	}{
+		{EnvVar{Name: "1X", Value: "v"}, `environment variable "1X"`},
+		{EnvVar{Name: "X", Secret: "Bad_Secret", Key: "k"}, `secret name "Bad_Secret"`},
+		{EnvVar{Name: "X", Secret: "s", Key: "a/b"}, `key "a/b" of secret s`},
+	} {
+		o.Env = []EnvVar{tt.env}
+		if _, err := NewService(testArms()[0], o); err == nil || !strings.Contains(err.Error(), tt.msg) || strings.Contains(err.Error(), "--") {
+			t.Errorf("NewService with env %+v = %v, want an error naming %s and no flag", tt.env, err, tt.msg)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/knative"
 )
 
@@ -49,6 +50,10 @@ type deployOptions struct {
 	InitialScale string // "auto" or a count
 	Service      knative.ServiceOptions
 	Annotations  []string // KEY=VALUE
+	// Env (K=V) and EnvSecrets (K=SECRET:KEY) are the container's
+	// environment, as given; validate puts them in Service.Env.
+	Env        []string
+	EnvSecrets []string
 
 	arms []knative.Arm // from validate
 }
@@ -112,6 +117,8 @@ Progress goes to stderr (-q: none); -v also prints each API request.`,
 	f.IntVar(&s.TargetBurstCapacity, "target-burst-capacity", s.TargetBurstCapacity, "autoscaling.knative.dev/target-burst-capacity (0 = activator only at zero, -1 = always)")
 	f.Int64Var(&s.ContainerConcurrency, "container-concurrency", s.ContainerConcurrency, "requests in flight per pod (0 = unlimited)")
 	f.BoolVar(&s.GRPCReadiness, "grpc-readiness", s.GRPCReadiness, "readiness probe is a gRPC health check on --port (false = Knative's TCP default)")
+	f.StringArrayVar(&o.Env, "env", nil, "K=V: an environment variable of the server container (repeat); the value is in the manifest, so keep secrets to --env-secret")
+	f.StringArrayVar(&o.EnvSecrets, "env-secret", nil, "K=SECRET:KEY: the server's variable K from key KEY of the Kubernetes Secret SECRET in the Services' namespace, which you create (repeat); the value never passes through coldstart nor is in the manifest")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "KEY=VALUE on the revision template, overriding the above (repeat)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "delete")
 	cmd.MarkFlagsMutuallyExclusive("budget", "cpu")
@@ -176,6 +183,9 @@ func (o *deployOptions) validate() error {
 		}
 		o.Service.Annotations[k] = v
 	}
+	if err := o.env(); err != nil {
+		return err
+	}
 	if o.Pkg != "" && !o.DryRun {
 		return fmt.Errorf("PKG %s: only with --dry-run, which builds the image arm locally; deploy takes pushed images (--image ARM=REPO@sha256:HEX)", o.Pkg)
 	}
@@ -207,6 +217,44 @@ func (o *deployOptions) validate() error {
 		// In a dry run the image arm without --image has Image "": runDeploy
 		// builds it locally.
 		o.arms = append(o.arms, knative.Arm{Name: a, Image: ref, Budget: b})
+	}
+	return nil
+}
+
+// env reads --env and --env-secret into Service.Env, in that order; a
+// variable given twice is refused. Errors never quote an --env value.
+func (o *deployOptions) env() error {
+	o.Service.Env = nil
+	seen := map[string]string{} // name → the flag that gave it
+	add := func(flag string, e knative.EnvVar) error {
+		if err := e.Check(); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		if prev, dup := seen[e.Name]; dup {
+			return fmt.Errorf("%s: %s given twice (also by %s)", flag, e.Name, prev)
+		}
+		seen[e.Name] = flag
+		o.Service.Env = append(o.Service.Env, e)
+		return nil
+	}
+	for _, kv := range o.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--env: %q, want K=V", provenance.RedactEnv(kv))
+		}
+		if err := add("--env", knative.EnvVar{Name: k, Value: v}); err != nil {
+			return err
+		}
+	}
+	for _, kv := range o.EnvSecrets {
+		k, ref, ok := strings.Cut(kv, "=")
+		secret, key, ok2 := strings.Cut(ref, ":")
+		if !ok || !ok2 || k == "" || secret == "" || key == "" {
+			return fmt.Errorf("--env-secret: %q, want K=SECRET:KEY (variable K from key KEY of Secret SECRET)", kv)
+		}
+		if err := add("--env-secret", knative.EnvVar{Name: k, Secret: secret, Key: key}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

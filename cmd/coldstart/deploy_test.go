@@ -82,6 +82,19 @@ func TestDeployFlags(t *testing.T) {
 					t.Errorf("service options = %+v", s)
 				}
 			}},
+		{name: "env and env-secret, in order", args: []string{"--image", "default=" + img, "--env", "LOG=debug", "--env-secret", "DB_PASSWORD=db-creds:password", "--env", "EMPTY="},
+			arms: []knative.Arm{{Name: "default", Image: img}},
+			check: func(t *testing.T, o *deployOptions) {
+				want := []knative.EnvVar{{Name: "LOG", Value: "debug"}, {Name: "EMPTY"}, {Name: "DB_PASSWORD", Secret: "db-creds", Key: "password"}}
+				if d := cmp.Diff(want, o.Service.Env); d != "" {
+					t.Errorf("service env (-want +got):\n%s", d)
+				}
+			}},
+		{name: "env without =", args: []string{"--image", "default=" + img, "--env", "LOG"}, wantErr: `--env: "LOG", want K=V`},
+		{name: "env: a bad name, its value unsaid", args: []string{"--image", "default=" + img, "--env", "1X=hunter2"}, wantErr: `--env: environment variable "1X"`},
+		{name: "env-secret without a key", args: []string{"--image", "default=" + img, "--env-secret", "DB=db-creds"}, wantErr: `--env-secret: "DB=db-creds", want K=SECRET:KEY`},
+		{name: "env-secret: a bad secret name", args: []string{"--image", "default=" + img, "--env-secret", "DB=Creds:pw"}, wantErr: `--env-secret: environment variable DB: secret name "Creds"`},
+		{name: "a variable twice", args: []string{"--image", "default=" + img, "--env", "DB=x", "--env-secret", "DB=db:pw"}, wantErr: "--env-secret: DB given twice (also by --env)"},
 		{name: "delete needs no image", args: []string{"--delete", "--arms", "upx"},
 			check: func(t *testing.T, o *deployOptions) {
 				if !o.Delete || len(o.Arms) != 1 {
@@ -130,14 +143,15 @@ func TestDeployDryRun(t *testing.T) {
 	cmd := newDeployCmd(runDeploy)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--dry-run", "--namespace", "bench", "--image", "default=" + img, "--image", "upx=" + img, "--budget", "cores=500m,mem=256Mi"})
+	cmd.SetArgs([]string{"--dry-run", "--namespace", "bench", "--image", "default=" + img, "--image", "upx=" + img, "--budget", "cores=500m,mem=256Mi", "--env-secret", "DB_PASSWORD=db-creds:password"})
 	t.Setenv("KUBECONFIG", "/nonexistent") // --dry-run must not need a cluster
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	y := out.String()
 	for _, want := range []string{"name: coldstart-default", "namespace: bench", "name: coldstart-upx", "name: h2c",
-		"enableServiceLinks: false", "cpu: 500m", "memory: 256Mi", "autoscaling.knative.dev/min-scale: \"0\"", "\n---\n"} {
+		"enableServiceLinks: false", "cpu: 500m", "memory: 256Mi", "autoscaling.knative.dev/min-scale: \"0\"", "\n---\n",
+		"name: DB_PASSWORD\n          valueFrom:\n            secretKeyRef:\n              key: password\n              name: db-creds"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, y)
 		}
@@ -272,6 +286,28 @@ func TestDeployOnAPIServer(t *testing.T) {
 	if !strings.Contains(stderr, "created service bench/coldstart-default\n") || strings.Contains(stderr, "+ ") {
 		t.Errorf("deploy without -v: stderr %q, want progress (created service ...) and no API requests", stderr)
 	}
+	// --env is in the Service as given; --env-secret is a reference to
+	// the Secret's key, its value nowhere in the Service.
+	if _, err := deploy("--wait-timeout", "0", "--image", "myservice="+img, "--name-prefix", "",
+		"--env", "LOG=debug", "--env-secret", "DB_PASSWORD=db-creds:password"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := servingclient.NewForConfigOrDie(env.Config).ServingV1().Services("bench").Get(ctx, "myservice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := []corev1.EnvVar{
+		{Name: "LOG", Value: "debug"},
+		{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db-creds"}, Key: "password"}}},
+	}
+	if d := cmp.Diff(wantEnv, svc.Spec.Template.Spec.Containers[0].Env); d != "" {
+		t.Errorf("myservice's container env (-want +got):\n%s", d)
+	}
+	if err := servingclient.NewForConfigOrDie(env.Config).ServingV1().Services("bench").Delete(ctx, "myservice", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	got, err = deploy("-v", "--wait-timeout", "0", "--window", "30s", "--image", "default="+img, "--image", "upx="+img)
 	if err != nil {
 		t.Fatal(err)
