@@ -91,7 +91,7 @@ func (b *goBuild) inputs(ctx context.Context, src Source) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	env, err := b.o.goEnv(ctx)
+	env, err := b.o.goEnv(ctx, src.Dir)
 	if err != nil {
 		return "", err
 	}
@@ -119,7 +119,7 @@ func (b *goBuild) buildInto(ctx context.Context, src Source, dir string) (Artifa
 	if err != nil {
 		return Artifact{}, err
 	}
-	env, err := b.o.goEnv(ctx)
+	env, err := b.o.goEnv(ctx, src.Dir)
 	if err != nil {
 		return Artifact{}, err
 	}

@@ -156,11 +156,11 @@ func (l UPXLevel) flags() []string {
 type shared struct {
 	mu      sync.Mutex
 	pkgs    map[string]listing
-	goEnv   string
+	goEnv   map[string]string // by the directory go runs in
 	upx     map[string]string
 	profile *profileInfo
 }
 
 func newShared() *shared {
-	return &shared{pkgs: map[string]listing{}, upx: map[string]string{}}
+	return &shared{pkgs: map[string]listing{}, goEnv: map[string]string{}, upx: map[string]string{}}
 }

@@ -203,21 +203,23 @@ func hashFile(h io.Writer, name, path string) error {
 }
 
 // goEnv is the toolchain's identity for cache keys: version, target and
-// the settings that change generated code (memoized per call).
-func (o Options) goEnv(ctx context.Context) (string, error) {
+// the settings that change generated code, as go sees them in dir, where
+// the build runs (memoized per call and dir): a module elsewhere may pick
+// another toolchain (its go.mod's toolchain line) or go.work.
+func (o Options) goEnv(ctx context.Context, dir string) (string, error) {
 	o.sh.mu.Lock()
-	e := o.sh.goEnv
+	e, ok := o.sh.goEnv[dir]
 	o.sh.mu.Unlock()
-	if e != "" {
+	if ok {
 		return e, nil
 	}
-	out, err := step{name: o.Go, args: []string{"env", "GOVERSION", "GOOS", "GOARCH", "GOAMD64", "GOARM64", "GOEXPERIMENT", "GOFLAGS", "CGO_ENABLED", "CC", "GOWORK"}}.run(ctx, o.cmdLog())
+	out, err := step{dir: dir, name: o.Go, args: []string{"env", "GOVERSION", "GOOS", "GOARCH", "GOAMD64", "GOARM64", "GOEXPERIMENT", "GOFLAGS", "CGO_ENABLED", "CC", "GOWORK"}}.run(ctx, o.cmdLog())
 	if err != nil {
 		return "", fmt.Errorf("read go env: %w", err)
 	}
 	e = string(out)
 	o.sh.mu.Lock()
-	o.sh.goEnv = e
+	o.sh.goEnv[dir] = e
 	o.sh.mu.Unlock()
 	return e, nil
 }

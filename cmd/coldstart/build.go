@@ -23,6 +23,7 @@ import (
 type buildOptions struct {
 	stderr      io.Writer // the command's error writer: progress and logs
 	Pkg         string    // "" = the bundled sample server
+	ModuleDir   string    // -C: where Pkg is built ("" = here)
 	Bin         cliopts.Bins
 	armsGiven   bool
 	Arms        builds.ArmList
@@ -80,6 +81,7 @@ the artifact.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&o.ModuleDir, "module-dir", "C", "", cliopts.ModuleDirHelp)
 	f.Var(&o.Arms, "arms", "arms to build, comma-separated, or all (known: "+strings.Join(builds.Known(), ", ")+")")
 	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", `CPU profile (pprof) for the pgo arm ("" = collect one under load)`)
@@ -105,6 +107,9 @@ func (o *buildOptions) validate() error {
 		return err
 	}
 	o.Arms = arms
+	if o.ModuleDir, err = cliopts.ModuleDir(o.ModuleDir, o.Pkg, o.Bin.Given()); err != nil {
+		return err
+	}
 	if o.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", o.PGODuration)
 	}
@@ -133,7 +138,7 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	case len(o.Bin.Named) > 0:
 		// No source to build: each binary is taken as it is, below.
 	case o.Pkg != "":
-		src = builds.Source{Pkg: o.Pkg}
+		src = builds.Source{Pkg: o.Pkg, Dir: o.ModuleDir}
 	default:
 		s, err := builds.SampleSource()
 		if err != nil {

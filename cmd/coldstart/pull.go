@@ -25,6 +25,7 @@ import (
 type pullOptions struct {
 	stderr       io.Writer // the command's error writer: progress and logs
 	Pkg          string
+	ModuleDir    string // -C: where Pkg is built ("" = here)
 	Bin          cliopts.Bins
 	armsGiven    bool
 	Arms         builds.ArmList
@@ -82,6 +83,7 @@ pair of images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&o.ModuleDir, "module-dir", "C", "", cliopts.ModuleDirHelp)
 	f.Var(&o.Arms, "arms", "binary arms to put in images, comma-separated (known: default, static, upx, pgo)")
 	f.Var(&o.Bin, "bin", "a prebuilt server binary instead of PKG: PATH (as the arms that apply to a binary, default and upx, or those --arms names) or ARM=PATH (repeatable; each put in images as it is, as arm ARM)")
 	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
@@ -110,6 +112,9 @@ func (o *pullOptions) validate() error {
 		return err
 	}
 	o.Arms = arms
+	if o.ModuleDir, err = cliopts.ModuleDir(o.ModuleDir, o.Pkg, o.Bin.Given()); err != nil {
+		return err
+	}
 	for _, a := range o.Arms {
 		if a == builds.ImageArm {
 			return fmt.Errorf("--arms: %q: pull makes the images itself; name the binary arms to put in them (default, static, upx, pgo)", a)
@@ -179,7 +184,7 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	src := builds.Source{Pkg: o.Pkg, Bin: o.Bin.Path}
+	src := builds.Source{Pkg: o.Pkg, Dir: o.ModuleDir, Bin: o.Bin.Path}
 	args := o.ServerArgs
 	if src.Pkg == "" && src.Bin == "" && len(o.Bin.Named) == 0 {
 		if src, err = builds.SampleSource(); err != nil {

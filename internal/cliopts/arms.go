@@ -24,7 +24,7 @@ func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsCon
 		cfg.Arms = c.Arms.Names
 	}
 	cfg.Binaries = c.Bin.Named
-	cfg.Source = builds.Source{Pkg: c.Pkg, Bin: c.Bin.Path}
+	cfg.Source = builds.Source{Pkg: c.Pkg, Dir: c.ModuleDir, Bin: c.Bin.Path}
 	if len(c.ServerArgs) > 0 {
 		cfg.Args = c.ServerArgs
 	}

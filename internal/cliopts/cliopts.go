@@ -31,6 +31,9 @@ import (
 type Common struct {
 	// Pkg is the server's main package ("" = the bundled sample server).
 	Pkg string
+	// ModuleDir is -C: where Pkg is resolved and built ("" = the current
+	// directory); Validate makes it absolute.
+	ModuleDir string
 	// ServerArgs are the server's arguments (after --), placeholders
 	// unexpanded.
 	ServerArgs  []string
@@ -87,6 +90,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 		arms += "; " + armsHelp
 	}
 	f.Var(&c.Arms, "arms", arms)
+	f.StringVarP(&c.ModuleDir, "module-dir", "C", "", ModuleDirHelp)
 	f.Var(&c.Bin, "bin", "a prebuilt server binary instead of PKG: PATH (measured as the arms that apply: default, as is, and upx, packed) or ARM=PATH (repeatable: each measured as is, as arm ARM; --arms does not apply)")
 	f.Var(&c.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
 	f.StringVar(&c.PGOProfile, "pgo-profile", "", "CPU profile (pprof) for the pgo arm (\"\" = collect one under load)")
@@ -150,6 +154,9 @@ func (c *Common) Validate() error {
 		return err
 	}
 	c.Arms.Names = arms
+	if c.ModuleDir, err = ModuleDir(c.ModuleDir, c.Pkg, c.Bin.Given()); err != nil {
+		return err
+	}
 	if c.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", c.PGODuration)
 	}

@@ -76,6 +76,9 @@ func TestFlags(t *testing.T) {
 			want: defaults(func(c *Common) {
 				c.UPXLevel, c.Budgets.Budgets, c.Output, c.Quiet, c.PGODuration = builds.UPXBest, []budget.Budget{{CPUs: []int{0}}, {}, {Cores: 0.5}}, render.CSV, true, 3*time.Second
 			})},
+		// -C is made absolute: the builds' records name it wherever run.
+		{name: "module dir", args: []string{"-C", "../cliopts", "."},
+			want: defaults(func(c *Common) { c.ModuleDir, c.Pkg = mustAbs(t, "."), "." })},
 		{name: "env and verbose", args: []string{"--env", "A=1", "--env", "B=x=y", "-v"},
 			want: defaults(func(c *Common) { c.Env, c.Verbose = []string{"A=1", "B=x=y"}, true })},
 	}
@@ -118,6 +121,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"./a", "./b"}, `want at most one PKG, got ["./a" "./b"] (server arguments go after --)`},
 		{[]string{"--env", "NOEQUALS"}, `--env: "NOEQUALS", want K=V`},
 		{[]string{"--pgo-duration", "100ms"}, `--pgo-duration: 100ms, want at least 1s`},
+		{[]string{"-C", "/tmp"}, `-C /tmp: name the package to build there`},
+		{[]string{"-C", "/nonexistent/module", "."}, `-C: stat /nonexistent/module: no such file or directory`},
+		{[]string{"-C", "/tmp", "--bin", "/bin/true"}, `-C /tmp: builds PKG there; --bin is a binary already built`},
+		{[]string{"-C", "/bin/true", "."}, `-C /bin/true: not a directory`},
 		{[]string{"-o", "yaml"}, `-o`},
 		{[]string{"-q", "-v"}, `[quiet verbose] were all set`},
 		{[]string{"--run-as", "no-such-user-here"}, `no-such-user-here`},
@@ -301,4 +308,13 @@ func TestEndInterrupted(t *testing.T) {
 	if err := r.End(&out, Rows[struct{}](render.JSON, nil), nil, campaign.Built{}); err != nil || out.Len() != 0 {
 		t.Errorf("End with no rows = %v and printed %q, want nothing", err, out.String())
 	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }

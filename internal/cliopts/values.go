@@ -3,6 +3,8 @@ package cliopts
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -168,4 +170,34 @@ func ParseBin(s string) (name, path string, err error) {
 		return "", "", fmt.Errorf("%q: %w", s, err)
 	}
 	return n, p, nil
+}
+
+// ModuleDirHelp is -C's help text, the same in every command that builds.
+const ModuleDirHelp = "build PKG from the module in this directory, as go -C DIR does: PKG, go.mod and go.work resolve from DIR (\"\" = this directory)"
+
+// ModuleDir checks -C DIR for a command building pkg (bin: a prebuilt
+// binary was given instead) and returns DIR made absolute, so that the
+// builds' command lines and records name it whatever the current
+// directory ("" stays ""). -C needs a PKG to build there: without one
+// the bundled sample server would be built from coldstart's own module.
+func ModuleDir(dir, pkg string, bin bool) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	if bin {
+		return "", fmt.Errorf("-C %s: builds PKG there; --bin is a binary already built", dir)
+	}
+	if pkg == "" {
+		return "", fmt.Errorf("-C %s: name the package to build there, e.g. . for the module's root", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("-C %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("-C: %w", err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("-C %s: not a directory", dir)
+	}
+	return abs, nil
 }
