@@ -85,6 +85,10 @@ func (b Built) Close() error {
 	return errors.Join(errs...)
 }
 
+// OnClose adds f to what Close runs, after what is there: a campaign's
+// cleanup hook, which runs once the arms are done with.
+func (b *Built) OnClose(f func() error) { b.closers = append(b.closers, f) }
+
 // Err joins the failed arms' errors (nil when every arm built).
 func (b Built) Err() error { return errors.Join(b.Failed...) }
 

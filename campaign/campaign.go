@@ -47,6 +47,21 @@ type Arm struct {
 	// is told of each instance as soon as it is launched.
 	Stderr  io.Writer
 	Started func(launch.Instance)
+	// Prepare, when set, runs before each start of the arm, told where
+	// the instance is about to listen (the --prepare hook); the start is
+	// timed from after it. Its error ends that start.
+	Prepare func(ctx context.Context, t prober.Target) error
+}
+
+// prepare runs a.Prepare before a start at t.
+func (a Arm) prepare(ctx context.Context, t prober.Target) error {
+	if a.Prepare == nil {
+		return nil
+	}
+	if err := a.Prepare(ctx, t); err != nil {
+		return fmt.Errorf("%s: %w", a.Name, err)
+	}
+	return nil
 }
 
 // fixedTarget is a's own fixed address, else the campaign's.

@@ -214,6 +214,9 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	if err := prober.EnsureFree(ctx, t); err != nil {
 		return s, fmt.Errorf("%s: %w", a.Name, err)
 	}
+	if err := a.prepare(ctx, t); err != nil { // before the page cache is evicted and the clock starts
+		return s, err
+	}
 	// A child inherits the CPU mask of the thread that forks it: with the
 	// prober pinned, an unpinned budget must name all CPUs explicitly.
 	lb := b

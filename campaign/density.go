@@ -92,6 +92,9 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog pr
 				return row, fmt.Errorf("%s: %w", a.Name, err)
 			}
 		}
+		if err := a.prepare(ctx, t); err != nil {
+			return row, err
+		}
 		inst, err := a.Instance(ctx, t, d.Budget, d.Log)
 		if err != nil {
 			return row, err

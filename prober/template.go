@@ -27,7 +27,10 @@ type Vars struct {
 
 // Placeholders are the names a template may use, in braces.
 // coldstart run, density, pull and steady run all take the same set.
-var Placeholders = []string{"addr", "host", "port", "socket", "http_addr", "debug_addr"}
+// {tmpdir} is not an instance's: it is the campaign's temporary directory
+// (internal/hooks; the hooks' placeholder too), filled in the arguments
+// before they reach a Template, so Vars has no value for it.
+var Placeholders = []string{"addr", "host", "port", "socket", "http_addr", "debug_addr", "tmpdir"}
 
 func (v Vars) value(name string) string {
 	switch name {
@@ -62,7 +65,7 @@ var placeholder = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // Template is a server's argument list (what follows `--`) with
 // placeholders filled per instance: {addr}, {host}, {port}, {socket},
-// {http_addr}, {debug_addr}. The same placeholders work in --env values.
+// {http_addr}, {debug_addr} (and {tmpdir}, filled before: Placeholders). The same placeholders work in --env values.
 // It is the one expander: coldstart's commands and steady use it.
 type Template struct {
 	args []string
@@ -167,6 +170,9 @@ func expand(args []string, v Vars) ([]string, error) {
 			}
 			return val
 		})
+	}
+	if missing == "tmpdir" {
+		return nil, fmt.Errorf("server arguments: no value for {tmpdir} here (coldstart run, density, explain and steady run make one)")
 	}
 	if missing != "" {
 		return nil, fmt.Errorf("server arguments: no value for {%s} (the target is %s)", missing, targetOf(v))

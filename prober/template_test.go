@@ -31,7 +31,7 @@ func TestExpandArgs(t *testing.T) {
 		{"JSON braces left alone", []string{`--config={"port":{port}}`, "{}", "{ addr }"}, tcp,
 			[]string{`--config={"port":8080}`, "{}", "{ addr }"}, nil},
 		{"unknown placeholder", []string{"--listen={address}"}, tcp, nil,
-			[]string{"unknown placeholder {address}", "--listen={address}", "{addr}, {host}, {port}, {socket}, {http_addr}, {debug_addr}"}},
+			[]string{"unknown placeholder {address}", "--listen={address}", "{addr}, {host}, {port}, {socket}, {http_addr}, {debug_addr}, {tmpdir}"}},
 		{"no socket for a tcp target", []string{"--socket={socket}"}, tcp, nil, []string{"no value for {socket}", "tcp 127.0.0.1:8080"}},
 		{"no debug address chosen", []string{"--debug={debug_addr}"}, prober.Vars{Addr: "x"}, nil, []string{"no value for {debug_addr}"}},
 		{"socket and port", []string{"--socket={socket}", "--port={port}"}, tcp, nil, []string{"{socket} and {addr}/{host}/{port}"}},

@@ -325,6 +325,9 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 		case kind == "verdict_check":
 			// One small campaign's verdict: the summary carries what the
 			// report shows.
+		case kind == "hook":
+			// A --setup, --prepare or --cleanup run (internal/hooks):
+			// what a campaign did beside measuring, nothing to report.
 		case kind == "build_error":
 			err = add(line, &c.BuildErrors)
 		case kind == "crosscheck":

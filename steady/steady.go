@@ -66,6 +66,9 @@ type Arm struct {
 	// Launcher starts this arm (nil = Config.Launcher): the image arm's
 	// runc launcher, say.
 	Launcher launch.Launcher
+	// Prepare, when set, runs before each start of the arm, told the
+	// server's gRPC address (the --prepare hook). Its error ends the run.
+	Prepare func(ctx context.Context, t prober.Target) error
 }
 
 // SampleArgs are the bundled sample server's arguments: gRPC on {addr},
@@ -490,6 +493,11 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 	}
 	if err := prober.EnsureFree(ctx, ad.grpc); err != nil {
 		return nil, fmt.Errorf("arm %s: %w", a.Name, err)
+	}
+	if a.Prepare != nil {
+		if err := a.Prepare(ctx, ad.grpc); err != nil {
+			return nil, fmt.Errorf("arm %s: %w", a.Name, err)
+		}
 	}
 	if err := p.release(); err != nil {
 		return nil, err

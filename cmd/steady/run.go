@@ -400,7 +400,7 @@ func (o *runOptions) buildArms(ctx context.Context, rf *cliopts.Results) (campai
 func steadyArms(arms []campaign.Arm, env []string) []steady.Arm {
 	out := make([]steady.Arm, len(arms))
 	for i, a := range arms {
-		out[i] = steady.Arm{Name: a.Name, Path: a.Path, Args: a.ArgTemplate, Env: env, Launcher: a.Launcher}
+		out[i] = steady.Arm{Name: a.Name, Path: a.Path, Args: a.ArgTemplate, Env: env, Launcher: a.Launcher, Prepare: a.Prepare}
 	}
 	return out
 }

@@ -19,7 +19,15 @@ import (
 // was made. cfg carries what only one command sets (coldstart's --dir,
 // transport, images, start arms, and its build arms when --arms also named
 // start arms: nil = --arms). Close the arms also on error.
+//
+// Before building it runs --setup (a pgo profile's load and a snapshot
+// start servers already), and the Built it returns runs --prepare before
+// each start and --cleanup on Close.
 func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsConfig) (campaign.Built, error) {
+	hc, err := c.beginHooks(ctx, r)
+	if err != nil {
+		return campaign.Built{}, err
+	}
 	if cfg.Arms == nil {
 		cfg.Arms = c.Arms.Names
 	}
@@ -42,6 +50,7 @@ func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsCon
 		cfg.StartConfig.Log = c.Log()
 	}
 	built, err := campaign.BuildArms(ctx, cfg)
+	c.endHooks(hc, &built)
 	if rerr := r.AddBuilt(built.Artifacts, built.Failed); rerr != nil {
 		return built, rerr
 	}

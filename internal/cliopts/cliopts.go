@@ -2,9 +2,11 @@
 // density, explain) and steady run share, each with one meaning and typed,
 // parsed once: what to measure (PKG, --bin, --arms, --upx-level, --pgo-*,
 // --instrument), how the servers start (server arguments after --, --env,
-// --run-as), under what (--budget), what is printed (-q, -v, -o) and where
-// results go (--results-dir); and the one path both commands take to
-// build the arms (BuildArms) and to write results (Results).
+// --run-as), what runs around the campaign (--setup, --prepare,
+// --cleanup, --hook-timeout), under what (--budget), what is printed (-q,
+// -v, -o) and where results go (--results-dir); and the one path both
+// commands take to build the arms (BuildArms) and to write results
+// (Results).
 package cliopts
 
 import (
@@ -57,6 +59,9 @@ type Common struct {
 	Verbose     bool
 	Quiet       bool
 	HashSecrets bool // read by provenance from the command line
+	// HookFlags are --setup, --prepare, --cleanup and --hook-timeout;
+	// BuildArms runs them, and fills {tmpdir} in ServerArgs and Env.
+	HookFlags
 
 	tool       string    // "coldstart" or "steady": names notes and provenance
 	positional []string  // arguments before --
@@ -77,6 +82,7 @@ func New(tool string, arms []string, extra ...string) Common {
 		Budgets:     budget.List{Budgets: []budget.Budget{{}}},
 		Output:      render.Table,
 		ResultsDir:  "results",
+		HookFlags:   HookFlags{HookTimeout: defaultHookTimeout},
 	}
 }
 
@@ -98,6 +104,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 	f.BoolVar(&c.Instrument, "instrument", false, "compile the debug hook into PKG's arms (runtime metrics and pprof on $COLDSTART_DEBUG_ADDR: allocation per call, GC cycles); changes the binary, and the results say so")
 	f.StringArrayVar(&c.Env, "env", nil, "extra environment for the server, K=V (repeatable; values may name the placeholders server arguments take)")
 	f.StringVar(&c.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when run as root, else yourself)")
+	c.HookFlags.bind(f)
 	f.Var(&c.Budgets, "budget", "CPU and memory budgets, ';'-separated or repeated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max (no limit)")
 	f.StringVar(&c.Baseline, "baseline", "", BaselineHelp)
 	f.VarP(&c.Output, "output", "o", "output format: table, json, csv or markdown")
@@ -170,7 +177,7 @@ func (c *Common) Validate() error {
 		return err
 	}
 	c.User = u
-	return nil
+	return c.HookFlags.validate()
 }
 
 // CheckBaseline refuses a --baseline that names none of the arms to be

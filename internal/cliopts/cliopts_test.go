@@ -81,6 +81,10 @@ func TestFlags(t *testing.T) {
 			want: defaults(func(c *Common) { c.ModuleDir, c.Pkg = mustAbs(t, "."), "." })},
 		{name: "env and verbose", args: []string{"--env", "A=1", "--env", "B=x=y", "-v"},
 			want: defaults(func(c *Common) { c.Env, c.Verbose = []string{"A=1", "B=x=y"}, true })},
+		{name: "hooks", args: []string{"--setup", "pg.sh start {tmpdir}", "--prepare", "echo {arm} {addr}", "--cleanup", "pg.sh stop {tmpdir}", "--hook-timeout", "5s"},
+			want: defaults(func(c *Common) {
+				c.HookFlags = HookFlags{Setup: "pg.sh start {tmpdir}", Prepare: "echo {arm} {addr}", Cleanup: "pg.sh stop {tmpdir}", HookTimeout: 5 * time.Second}
+			})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +132,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-o", "yaml"}, `-o`},
 		{[]string{"-q", "-v"}, `[quiet verbose] were all set`},
 		{[]string{"--run-as", "no-such-user-here"}, `no-such-user-here`},
+		{[]string{"--cleanup", "rm -r {socket}"}, `--cleanup: unknown placeholder {socket} (known: {tmpdir})`},
+		{[]string{"--prepare", "echo {debug_addr}"}, `--prepare: unknown placeholder {debug_addr} (known: {tmpdir}, {arm}, {addr}, {host}, {port}, {socket})`},
+		{[]string{"--hook-timeout", "-1s"}, `--hook-timeout: -1s, want a positive duration`},
 	}
 	for _, tt := range tests {
 		_, err := parse(tt.args...)

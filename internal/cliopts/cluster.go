@@ -105,6 +105,9 @@ func (k *Cluster) Check(c *Common, target string) error {
 	if c.Bin.Given() || c.Pkg != "" || len(c.ServerArgs) > 0 {
 		return errors.New("--on knative measures the Services coldstart deploy made (--arms names them): no PKG, --bin or server arguments here; build and push with coldstart build --arms image --push, deploy with coldstart deploy")
 	}
+	if h := c.HookFlags; h.Setup != "" || h.Prepare != "" || h.Cleanup != "" {
+		return errors.New("--setup, --prepare and --cleanup: only with --on local (on Knative the cluster starts the servers)")
+	}
 	switch k.Via {
 	case "ingress":
 	case "activator":
