@@ -23,6 +23,7 @@ command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 command -v tmux >/dev/null 2>&1 || need+=(tmux) # a real terminal for the progress bar test
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql) # examples/withdb's database; not on PATH
 if [ ${#need[@]} -eq 0 ]; then
 	echo "test-setup: javac, qemu, chromium and rsvg-convert are present" >&2
 elif [ "$(id -u)" -ne 0 ]; then

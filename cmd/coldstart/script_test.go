@@ -12,6 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/coldstart-go/coldstart/internal/require"
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
 )
@@ -76,6 +77,14 @@ func TestScripts(t *testing.T) {
 			case "criu":
 				// The snapshot arm's own check: criu found and `criu check` passing.
 				return (&launch.Snapshot{}).Check(context.Background()) == nil, nil
+			case "postgres":
+				// Debian's postgresql: the withdb example's --setup runs its
+				// initdb and pg_ctl. Where CI requires it, missing is a failure.
+				found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+				if len(found) == 0 && require.Required(require.Postgres) {
+					return false, fmt.Errorf("no /usr/lib/postgresql/*/bin/initdb (%s=%s requires %s)", require.Env, os.Getenv(require.Env), require.Postgres)
+				}
+				return len(found) > 0, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

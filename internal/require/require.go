@@ -40,6 +40,10 @@ const (
 	// Tmux is tmux, the terminal the live progress bar is tested in
 	// (scripts/test-setup.sh installs it).
 	Tmux = "tmux"
+	// Postgres is Debian's postgresql (initdb and pg_ctl under
+	// /usr/lib/postgresql/*/bin), the database examples/withdb dials
+	// (scripts/test-setup.sh installs it).
+	Postgres = "postgres"
 )
 
 // Required reports whether $COLDSTART_REQUIRE names what (or "all").
