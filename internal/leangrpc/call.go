@@ -97,6 +97,86 @@ func (u *Unary) Header() []hpack.HeaderField { return u.s.header }
 // Trailer is the last call's trailer fields (with KeepMetadata).
 func (u *Unary) Trailer() []hpack.HeaderField { return u.s.trailer }
 
+// ServerStream is one server-streaming method with one request, ready to
+// be called again and again like a Unary: each Call opens a stream, sends
+// the request with the end of the client's side in one write, and reads
+// every response message until the status. A ServerStream belongs to one
+// goroutine at a time.
+type ServerStream struct {
+	c      *Conn
+	method string
+	hb     headerBlock
+	req    []byte
+	s      *stream
+}
+
+// NewServerStream prepares server-streaming calls of method with the
+// marshalled request msg.
+func (c *Conn) NewServerStream(method string, msg []byte) *ServerStream {
+	return &ServerStream{c: c, method: method, req: Encode(msg), s: newStream()}
+}
+
+// Call makes one call and returns the number of response messages; each
+// message, valid only until each returns, goes to each (nil = discarded),
+// which runs with the connection locked and must not call it. A non-OK
+// status is returned as a *status.Status error, with the count of the
+// messages received before it.
+func (ss *ServerStream) Call(ctx context.Context, each func([]byte)) (int, error) {
+	c := ss.c
+	if err := ctx.Err(); err != nil {
+		return 0, status.FromContextError(err).Err()
+	}
+	c.mu.Lock()
+	c.active++
+	n, err := ss.callLocked(ctx, each)
+	c.active--
+	c.mu.Unlock()
+	return n, err
+}
+
+// callLocked is Call with c.mu held (released while waiting).
+func (ss *ServerStream) callLocked(ctx context.Context, each func([]byte)) (int, error) {
+	c, s := ss.c, ss.s
+	if err := c.openLocked(s, ss.method, &ss.hb, false); err != nil {
+		return 0, err
+	}
+	if err := c.sendLocked(s, ss.req, true); err != nil {
+		c.cancelLocked(s)
+		return 0, err
+	}
+	if err := c.flushLocked(); err != nil {
+		return 0, status.Error(codes.Unavailable, err.Error())
+	}
+	n := 0
+	for {
+		msg, ok, err := s.message()
+		if err != nil {
+			c.cancelLocked(s)
+			return n, err
+		}
+		if ok {
+			n++
+			if each != nil {
+				each(msg)
+			}
+			continue
+		}
+		if s.done {
+			return n, s.st.Err()
+		}
+		s.wait = true
+		c.mu.Unlock()
+		select {
+		case <-s.wake:
+			c.mu.Lock()
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.cancelLocked(s)
+			return n, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
 // Stream is one bidirectional-streaming call. Send and Recv may be called
 // from different goroutines, but neither from two at once.
 type Stream struct {

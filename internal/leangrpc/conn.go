@@ -20,6 +20,7 @@ package leangrpc
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -61,6 +64,7 @@ type options struct {
 	streamWindow uint32
 	connWindow   uint32
 	userAgent    string
+	metadata     []hpack.HeaderField
 }
 
 // WithWindows sets the receive windows advertised per stream and per
@@ -79,6 +83,29 @@ func WithWindows(stream, conn uint32) Option {
 
 // WithUserAgent sets the user-agent header sent with every call.
 func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }
+
+// WithMetadata sends md with every call, keys in sorted order, after the
+// reserved headers. As grpc-go does, values of keys ending in "-bin" are
+// sent base64-encoded (unpadded); other values go as they are. Keys must
+// be lowercase (metadata.MD's own constructors make them so).
+func WithMetadata(md metadata.MD) Option {
+	return func(o *options) {
+		keys := make([]string, 0, len(md))
+		for k := range md {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		o.metadata = nil
+		for _, k := range keys {
+			for _, v := range md[k] {
+				if strings.HasSuffix(k, "-bin") {
+					v = base64.RawStdEncoding.EncodeToString([]byte(v))
+				}
+				o.metadata = append(o.metadata, hpack.HeaderField{Name: k, Value: v})
+			}
+		}
+	}
+}
 
 // Conn is one HTTP/2 connection carrying gRPC calls. Its methods are safe
 // for concurrent use; the Unary and Stream values it hands out are not.
@@ -117,8 +144,9 @@ type Conn struct {
 	peerMaxFrame  int
 	peerMaxStream uint32
 	recvUnacked   int64 // DATA bytes received on the connection, not yet returned by WINDOW_UPDATE
-	// active counts the Unary calls in progress: a call that is the only
-	// one writes at once, having nobody to share its write with.
+	// active counts the Unary and ServerStream calls in progress: a call
+	// that is the only one writes at once, having nobody to share its
+	// write with.
 	active int
 
 	// The one write in progress (see write): its bytes and error, and
@@ -372,6 +400,9 @@ func (c *Conn) headerBlockLocked(path string, hb *headerBlock) []byte {
 		{Name: "te", Value: "trailers"},
 		{Name: "user-agent", Value: c.opts.userAgent},
 	} {
+		c.enc.WriteField(f)
+	}
+	for _, f := range c.opts.metadata {
 		c.enc.WriteField(f)
 	}
 	if c.hgen != gen {
