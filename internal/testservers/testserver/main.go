@@ -8,6 +8,11 @@
 // Where it listens: -socket PATH (a Unix socket), else -listen-port N
 // (127.0.0.1:N), else 127.0.0.1:$PORT. Nothing else is read. -start-delay D
 // sleeps D before listening: a server with a known extra start-up time.
+//
+// In grpc mode it serves coldstart's Echo, health and reflection; with
+// -count-service also coldstart.test.v1.Count/Count (count.proto), a
+// server-streaming method; with -require-metadata KEY=VALUE it refuses
+// every call but the health service's that lacks that metadata pair.
 package main
 
 import (
@@ -46,6 +51,8 @@ type options struct {
 	startDelay  time.Duration
 	mptcp       bool
 	leak        int
+	count       bool
+	requireMD   string
 }
 
 func main() {
@@ -61,6 +68,8 @@ func main() {
 	flag.DurationVar(&o.startDelay, "start-delay", 0, "sleep this long before listening: a known extra start-up time (0 = none)")
 	flag.BoolVar(&o.mptcp, "mptcp", false, "listen with Multipath TCP whatever GODEBUG says (a socket criu cannot dump)")
 	flag.IntVar(&o.leak, "leak-per-call", 0, "grpc mode: each Echo call leaks this many bytes of resident memory (0 = none)")
+	flag.BoolVar(&o.count, "count-service", false, "grpc mode: also serve coldstart.test.v1.Count (count.proto), a server-streaming method")
+	flag.StringVar(&o.requireMD, "require-metadata", "", "grpc mode: KEY=VALUE every call but the health service's must carry, else Unauthenticated (\"\" = none)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -130,7 +139,19 @@ func listen(o options) (net.Listener, error) {
 }
 
 func serveGRPC(ctx context.Context, lis net.Listener, o options) error {
-	srv := grpc.NewServer()
+	var opts []grpc.ServerOption
+	if o.requireMD != "" {
+		var err error
+		if opts, err = requireMetadata(o.requireMD); err != nil {
+			return err
+		}
+	}
+	srv := grpc.NewServer(opts...)
+	if o.count {
+		if err := registerCount(srv); err != nil {
+			return err
+		}
+	}
 	if o.leak > 0 {
 		l, err := newLeakyEcho(o.leak, 4<<30)
 		if err != nil {
