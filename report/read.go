@@ -152,6 +152,10 @@ type Campaign struct {
 	// and each arm's build info (report/explain.go).
 	Traces         []record.Trace
 	ExplainModules []ExplainModules
+	// Cost and CostAnswers are `coldstart cost`'s rows and constrained
+	// answers (report/cost.go).
+	Cost        []CostRow
+	CostAnswers []CostAnswer
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -348,6 +352,10 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Traces)
 		case kind == ExplainModulesKind:
 			err = add(line, &c.ExplainModules)
+		case kind == record.CostKind:
+			err = add(line, &c.Cost)
+		case kind == record.CostAnswerKind:
+			err = add(line, &c.CostAnswers)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue
