@@ -29,6 +29,7 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newDeployCmd(runDeploy),
 		newReportCmd(runReport),
 		newPullCmd(runPull),
+		newCostCmd(runCost),
 		newCleanCmd(runClean),
 		newExplainCmd(runExplain),
 		newVersionCmd(runVersion),
