@@ -96,8 +96,16 @@ type SteadyRow struct {
 	Pods       *int `json:"pods,omitempty"`
 	ScaleEvent bool `json:"scale_event,omitempty"`
 	// Method is the gRPC method called when it is not coldstart's Echo: a
-	// target without it is loaded with health checks (no payload).
+	// target without it is loaded with health checks (no payload), and
+	// steady run --call loads the user's own method.
 	Method string `json:"method,omitempty" render:"-"`
+	// MetadataKeys are the keys of the metadata sent with every call
+	// (--metadata), sorted; their values are never recorded (they are
+	// often secrets). Nil when none was sent.
+	MetadataKeys []string `json:"metadata_keys,omitempty" render:"-"`
+	// ErrorCodes counts the failed calls by gRPC status code ("Unavailable":
+	// 12); nil when none failed, or for HTTP.
+	ErrorCodes map[string]int64 `json:"error_codes,omitempty" render:"-"`
 	// VsBaseline sets the rounds' calls/s against the baseline arm's in
 	// the same step (CompareSteady): faster or slower; CPUVsBaseline does
 	// the same for server CPU per call: lower or higher. Empty in a

@@ -22,6 +22,8 @@ type grpcTransport struct {
 	// health: call grpc.health.v1.Health/Check instead of Echo (a target
 	// without coldstart's Echo service).
 	health bool
+	// call: the user's method instead (--call), or nil.
+	call *resolvedCall
 }
 
 func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool, opt ...grpc.DialOption) (*grpcTransport, error) {
@@ -42,6 +44,9 @@ func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, st
 
 func (g *grpcTransport) caller(ctx context.Context, i int) (caller, error) {
 	cc := g.conns[i%len(g.conns)]
+	if g.call != nil {
+		return newGRPCCall(cc, g.call, i), nil
+	}
 	if g.health && !g.stream {
 		return &healthCall{cc: cc, req: &healthpb.HealthCheckRequest{}, resp: &healthpb.HealthCheckResponse{}}, nil
 	}

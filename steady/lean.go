@@ -37,8 +37,10 @@ type leanTransport struct {
 	authority string
 	conns     []*leanSlot
 	stream    bool
-	method    string // the unary method: Echo, or the health check
-	msg       []byte // its marshalled request
+	method    string        // the unary method: Echo, or the health check
+	msg       []byte        // its marshalled request
+	call      *resolvedCall // the user's method instead (--call), or nil
+	opts      []leangrpc.Option
 }
 
 // leanSlot is one connection and what replaced it after a failure.
@@ -54,7 +56,7 @@ func authority(t prober.Target) string {
 	return t.Address
 }
 
-func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream, health bool) (*leanTransport, error) {
+func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream, health bool, call *resolvedCall) (*leanTransport, error) {
 	if auth == "" {
 		auth = authority(t)
 	}
@@ -67,8 +69,14 @@ func newLean(ctx context.Context, t prober.Target, auth string, conns int, paylo
 		// HealthCheckRequest{} (the whole server) marshals to no bytes.
 		l.method, l.msg = healthpb.Health_Check_FullMethodName, nil
 	}
+	if call != nil {
+		l.call, l.method = call, call.method
+		if len(call.md) > 0 {
+			l.opts = append(l.opts, leangrpc.WithMetadata(call.md))
+		}
+	}
 	for i := 0; i < conns; i++ {
-		c, err := leangrpc.Dial(ctx, t.Network, t.Address, auth)
+		c, err := leangrpc.Dial(ctx, t.Network, t.Address, auth, l.opts...)
 		if err != nil {
 			l.close()
 			return nil, fmt.Errorf("dial %s: %w", t, err)
@@ -85,7 +93,7 @@ func (l *leanTransport) conn(ctx context.Context, s *leanSlot) (*leangrpc.Conn, 
 	if s.c.Err() == nil {
 		return s.c, nil
 	}
-	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, l.authority)
+	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, l.authority, l.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s again: %w", l.target, err)
 	}
@@ -99,6 +107,9 @@ func (l *leanTransport) caller(ctx context.Context, i int) (caller, error) {
 	c, err := l.conn(ctx, s)
 	if err != nil {
 		return nil, err
+	}
+	if l.call != nil {
+		return newLeanCall(l, s, c, i), nil
 	}
 	if !l.stream {
 		return &leanUnary{l: l, slot: s, c: c, u: c.NewUnary(l.method, l.msg)}, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"google.golang.org/grpc/status"
 )
 
 // caller makes one request and waits for its answer. A caller belongs to
@@ -51,20 +52,32 @@ type outcome struct {
 	service *hdrhistogram.Histogram // open loop: from the actual send; nil for closed loop
 	calls   int64                   // completed, errors included
 	errors  int64
-	first   string // text of the first error
+	first   string           // text of the first error
+	codes   map[string]int64 // gRPC errors by status code (nil = none)
 	elapsed time.Duration
 }
 
-// errs collects error counts and the first error's text across workers.
+// errs collects error counts, the first error's text and, for gRPC
+// errors, the count per status code across workers.
 type errs struct {
 	n     atomic.Int64
 	once  sync.Once
 	first string
+	mu    sync.Mutex
+	codes map[string]int64
 }
 
 func (e *errs) add(err error) {
 	e.n.Add(1)
 	e.once.Do(func() { e.first = err.Error() })
+	if s, ok := status.FromError(err); ok {
+		e.mu.Lock()
+		if e.codes == nil {
+			e.codes = map[string]int64{}
+		}
+		e.codes[s.Code().String()]++
+		e.mu.Unlock()
+	}
 }
 
 // stopper turns ctx's cancellation into a flag workers can test without a
@@ -130,7 +143,7 @@ func closedLoop(ctx context.Context, callers []caller, calls int64, d time.Durat
 		}(i, c, hists[i])
 	}
 	wg.Wait()
-	o := outcome{elapsed: time.Since(start), errors: e.n.Load(), first: e.first}
+	o := outcome{elapsed: time.Since(start), errors: e.n.Load(), first: e.first, codes: e.codes}
 	for i := range callers {
 		o.calls += counts[i]
 	}
@@ -223,7 +236,7 @@ func openLoop(ctx context.Context, callers []caller, rate float64, d time.Durati
 		}(i, c)
 	}
 	wg.Wait()
-	o := outcome{latency: newHist(), service: newHist(), errors: e.n.Load(), first: e.first}
+	o := outcome{latency: newHist(), service: newHist(), errors: e.n.Load(), first: e.first, codes: e.codes}
 	for i := range callers {
 		o.calls += counts[i]
 		o.latency.Merge(lat[i])

@@ -240,9 +240,16 @@ func SummarizeRounds(rs []Row, confidence float64) Row {
 	maxUs, svcMax := 0.0, 0.0
 	var errs int64
 	first := ""
+	out.ErrorCodes = nil
 	for _, r := range rs {
 		maxUs, svcMax = max(maxUs, r.MaxUs), max(svcMax, r.ServiceMaxUs)
 		errs += r.Errors
+		for code, n := range r.ErrorCodes {
+			if out.ErrorCodes == nil {
+				out.ErrorCodes = map[string]int64{}
+			}
+			out.ErrorCodes[code] += n
+		}
 		if first == "" {
 			first = r.FirstError
 		}

@@ -90,6 +90,11 @@ type Config struct {
 	WindowLimit time.Duration
 	// Client is the gRPC client library ("" = ClientGRPC).
 	Client Client
+	// Call, when set, is the user's own gRPC method every gRPC step calls
+	// instead of coldstart's Echo (or a target's health check); its
+	// payload is its requests, so Payloads do not apply. gRPC only, and
+	// not the stream scenario (EchoStream ping-pong).
+	Call *Call
 	// Budgets are the budgets each arm runs under, one server per arm and
 	// budget (nil = one unlimited budget).
 	Budgets []budget.Budget
@@ -209,6 +214,9 @@ func (c Config) withDefaults() Config {
 	if len(c.Payloads) == 0 {
 		c.Payloads = []int{8}
 	}
+	if c.Call != nil {
+		c.Payloads = []int{0} // the requests are the Call's
+	}
 	if len(c.Concurrency) == 0 {
 		c.Concurrency = []int{1, 32}
 	}
@@ -285,6 +293,19 @@ func (c Config) Validate() error {
 	}
 	if c.Client != "" && !known(Clients, c.Client) {
 		return fmt.Errorf("--client: unknown client %q (known: grpc, lean)", c.Client)
+	}
+	if c.Call != nil {
+		if err := c.Call.validate(); err != nil {
+			return err
+		}
+		for _, p := range c.Protocols {
+			if p != GRPC {
+				return fmt.Errorf("--call: a gRPC method; --protocol %s loads --http-path instead", p)
+			}
+		}
+		if known(c.Scenarios, Stream) {
+			return errors.New("--scenario stream: is coldstart's EchoStream ping-pong; a --call method, server-streaming too, runs under sequential, throughput, open and ramp")
+		}
 	}
 	if c.Soak != 0 {
 		iv := c.SoakInterval
@@ -525,7 +546,13 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		return nil, fmt.Errorf("arm %s: wait for ready at %s: %w", a.Name, readyAt, err)
 	}
 	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
-	return &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}, nil
+	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}
+	if cfg.Call != nil {
+		if s.call, err = resolveCall(ctx, cfg.Call, ad.grpc, ""); err != nil {
+			return nil, fmt.Errorf("arm %s: %w", a.Name, err)
+		}
+	}
+	return s, nil
 }
 
 // stop stops the server and removes what was made for it.
@@ -552,6 +579,9 @@ type server struct {
 	// health: the server (a target) has no coldstart Echo service; gRPC
 	// load calls its health check.
 	health bool
+	// call is the user's method gRPC load calls (Config.Call), resolved
+	// against this server; nil = Echo or the health check.
+	call *resolvedCall
 }
 
 // step is one measured window's load shape.

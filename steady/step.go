@@ -71,7 +71,7 @@ func newTransport(ctx context.Context, cfg Config, s *server, st step, payload [
 			return nil, fmt.Errorf("--scenario stream: %s has no coldstart Echo service (so no EchoStream); steady loads it with unary health checks only", s.addrs.grpc)
 		}
 		if cfg.Client == ClientLean {
-			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream, s.health)
+			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream, s.health, s.call)
 		}
 		var opt []grpc.DialOption
 		if s.authority != "" {
@@ -81,7 +81,7 @@ func newTransport(ctx context.Context, cfg Config, s *server, st step, payload [
 		if err != nil {
 			return nil, err
 		}
-		g.health = s.health
+		g.health, g.call = s.health, s.call
 		return g, nil
 	case HTTP1:
 		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload)
@@ -238,9 +238,13 @@ func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row 
 		FirstError:   o.first,
 	}
 	if st.proto == GRPC {
-		r.Client = cfg.Client
+		r.Client, r.ErrorCodes = cfg.Client, o.codes
 		if s.health {
 			r.Method, r.PayloadBytes = healthMethod, 0
+		}
+		if s.call != nil {
+			// The payload is the mean marshalled request.
+			r.Method, r.PayloadBytes, r.MetadataKeys = s.call.method, s.call.bytes, s.call.keys()
 		}
 	}
 	if o.elapsed > 0 {

@@ -175,7 +175,14 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 		}
 	}
 	health := false
-	if known(cfg.Protocols, GRPC) {
+	var call *resolvedCall
+	if cfg.Call != nil {
+		var err error
+		if call, err = resolveCall(ctx, cfg.Call, t.Addr, t.Authority); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Log, "steady: %s at %s: gRPC load calls %s (%d request(s), %d B on average)\n", name, t.Addr, call.method, len(call.wire), call.bytes)
+	} else if known(cfg.Protocols, GRPC) {
 		var err error
 		if health, err = probeEcho(ctx, t); err != nil {
 			return nil, err
@@ -188,7 +195,7 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 		}
 	}
 	inst := attach(t.PID)
-	s := &server{health: health, arm: name, budget: "unknown", inst: inst, addrs: addrs{grpc: t.Addr, http: t.HTTPAddr}, metered: t.PID > 0,
+	s := &server{health: health, call: call, arm: name, budget: "unknown", inst: inst, addrs: addrs{grpc: t.Addr, http: t.HTTPAddr}, metered: t.PID > 0,
 		cleanup: []func(){func() { inst.Stop(context.Background()) }}, authority: t.Authority, pods: t.Pods}
 	if t.DebugAddr != "" {
 		s.addrs.debug = prober.Target{Network: "tcp", Address: t.DebugAddr}

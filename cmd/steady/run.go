@@ -13,6 +13,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/grpcschema"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
@@ -55,6 +56,15 @@ type runOptions struct {
 	Soak         time.Duration
 	SoakInterval time.Duration
 	WindowLimit  time.Duration
+	// The user's own method (--call) with its requests, metadata and
+	// schema; flag names as ghz's.
+	Call        string
+	Data        string
+	DataFile    string
+	Metadata    []string
+	Protoset    string
+	Protos      []string
+	ImportPaths []string
 
 	cfg steady.Config // filled by validate
 }
@@ -96,7 +106,12 @@ loopback unless --allow-remote) instead of starting arms; --server-pid PID, whic
 the process listening at ADDR, lets steady meter its CPU and memory, else those columns
 are null (unknown). A gRPC target without coldstart's Echo service but with the standard
 health service (fortio's, say) is loaded with health checks, said on stderr and in each
-row's method (stream scenarios need Echo). --soak D --rate R loads one open-loop rate for D, one row per
+row's method (stream scenarios need Echo). --call /pkg.Svc/Method loads your own unary or
+server-streaming method instead (one call = the request and every reply up to the status),
+with -d JSON or -D FILE (one JSON request a line, taken in turn) and -m KEY=VALUE metadata;
+its types come from --protoset FILE, --proto FILE (-i DIRS for imports; compiled in
+process) or the server's reflection service. Rows record the method and the metadata's
+keys (never values), and count failed calls by status code. --soak D --rate R loads one open-loop rate for D, one row per
 --soak-interval, and ends with the slope of RSS and p99 over time (95% interval) and a
 verdict: stable or drifting.`,
 		Example: `  steady run --warmup 2000 --calls 20000
@@ -108,7 +123,8 @@ verdict: stable or drifting.`,
   steady run --client lean --pin-generator 1
   steady run --target 127.0.0.1:8080 --server-pid 4242 --scenario sequential,throughput
   steady run --target unix:///run/api.sock --protocol http1
-  steady run --soak 10m --soak-interval 1m --rate 1000`,
+  steady run --soak 10m --soak-interval 1m --rate 1000
+  steady run --target 127.0.0.1:8079 --call /fgrpc.PingServer/Ping -d '{"payload": "hi"}' -m authorization=Bearer-x`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
 			if err := o.validate(cmd); err != nil {
@@ -150,6 +166,15 @@ verdict: stable or drifting.`,
 	f.DurationVar(&o.Soak, "soak", 0, "soak: one open-loop --rate for this long, a row per --soak-interval, then RSS and p99 trends (0 = no soak)")
 	f.DurationVar(&o.SoakInterval, "soak-interval", o.SoakInterval, "soak: length of each row")
 	f.DurationVar(&o.WindowLimit, "window-limit", o.WindowLimit, "longest a closed-loop window may run, whatever --calls")
+	f.StringVar(&o.Call, "call", "", "load this gRPC method of yours, /pkg.Svc/Method (unary or server-streaming), instead of Echo (\"\" = Echo)")
+	f.StringVarP(&o.Data, "data", "d", "", "with --call: the request as JSON (protojson; \"\" = the empty message)")
+	f.StringVarP(&o.DataFile, "data-file", "D", "", "with --call: a file of JSON requests, one a line, taken in turn")
+	f.StringArrayVarP(&o.Metadata, "metadata", "m", nil, "with --call: KEY=VALUE sent with every call (repeatable; rows record the keys, never the values)")
+	f.StringVar(&o.Protoset, "protoset", "", "with --call: the method's types from this FileDescriptorSet (protoc --descriptor_set_out --include_imports) (\"\" = server reflection)")
+	f.StringArrayVar(&o.Protos, "proto", nil, "with --call: the method's types from this .proto file, compiled in process (repeatable; \"\" = server reflection)")
+	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
+	cmd.MarkFlagsMutuallyExclusive("data", "data-file")
+	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
@@ -274,6 +299,9 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--window-limit: %v, want a positive duration", o.WindowLimit)
 	}
 	c.WindowLimit = o.WindowLimit
+	if err := o.callConfig(cmd); err != nil {
+		return err
+	}
 	if err := o.CheckBaseline(o.armNames()); err != nil {
 		return err
 	}
@@ -287,6 +315,32 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		check.Arms = []steady.Arm{{Name: "default", Path: "server"}}
 	}
 	return check.Validate()
+}
+
+// callConfig fills cfg.Call from --call and the flags that go with it.
+func (o *runOptions) callConfig(cmd *cobra.Command) error {
+	if o.Call == "" {
+		for _, name := range []string{"data", "data-file", "metadata", "proto", "protoset", "import-paths"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s: only with --call (steady loads Echo otherwise)", name)
+			}
+		}
+		return nil
+	}
+	if cmd.Flags().Changed("payload") {
+		return errors.New("--payload: Echo's payload; a --call method's requests are --data or --data-file")
+	}
+	md, err := grpcschema.ParseMetadata(o.Metadata)
+	if err != nil {
+		return fmt.Errorf("--metadata: %w", err)
+	}
+	call := &steady.Call{Method: o.Call, DataFile: o.DataFile, Metadata: md,
+		Schema: grpcschema.Source{Protoset: o.Protoset, Protos: o.Protos, ImportPaths: o.ImportPaths}}
+	if o.Data != "" {
+		call.Data = [][]byte{[]byte(o.Data)}
+	}
+	o.cfg.Call = call
+	return nil
 }
 
 // armNames are the arms steady will measure, in order, for --baseline: a

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/grpcschema"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
@@ -144,8 +148,32 @@ func TestParse(t *testing.T) {
 			},
 			arms: []string{"default", "static", "upx", "pgo", "image"},
 		},
+		{
+			// A user's own method, ghz's flag names; metadata k=v,
+			// repeatable, a key given twice keeping both values.
+			name: "call",
+			args: []string{"--target", "127.0.0.1:8079", "--call", "/fgrpc.PingServer/Ping", "-d", `{"seq": 1}`,
+				"-m", "authorization=Bearer x", "--metadata", "x-id=1", "-m", "x-id=2", "--proto", "ping.proto", "-i", "api,third_party"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 5, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+				Target: &steady.Target{Addr: prober.Target{Network: "tcp", Address: "127.0.0.1:8079"}},
+				Call: &steady.Call{Method: "/fgrpc.PingServer/Ping", Data: [][]byte{[]byte(`{"seq": 1}`)},
+					Metadata: metadata.MD{"authorization": {"Bearer x"}, "x-id": {"1", "2"}},
+					Schema:   grpcschema.Source{Protos: []string{"ping.proto"}, ImportPaths: []string{"api", "third_party"}}},
+			},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "call" {
+				// The schema is loaded as the flags are checked: give it.
+				dir := t.TempDir()
+				os.WriteFile(filepath.Join(dir, "ping.proto"), []byte("syntax = \"proto3\";\npackage fgrpc;\nmessage PingMessage { int64 seq = 1; }\nservice PingServer { rpc Ping(PingMessage) returns (PingMessage); }\n"), 0o644)
+				t.Chdir(dir)
+			}
 			o, err := parse(t, tt.args...)
 			if err != nil {
 				t.Fatalf("parse(%q) = %v", tt.args, err)
@@ -226,6 +254,17 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--arms", "static,upx", "--baseline", "default"}, `--baseline: "default" is not measured (arms: static, upx)`},
 		{[]string{"--bin", "api=/bin/a", "--baseline", "old"}, `--baseline: "old" is not measured (arms: api)`},
 		{[]string{"--target", "127.0.0.1:80", "--baseline", "default"}, `--baseline: "default" is not measured (arms: target)`},
+		{[]string{"--call", "Ping"}, `--call: "Ping" is not a gRPC method (want /package.Service/Method)`},
+		{[]string{"-d", "{}"}, "--data: only with --call"},
+		{[]string{"--proto", "x.proto"}, "--proto: only with --call"},
+		{[]string{"--call", "/a.B/C", "--payload", "1KiB"}, "--payload: Echo's payload; a --call method's requests are --data or --data-file"},
+		{[]string{"--call", "/a.B/C", "-d", "{}", "-D", "reqs.jsonl"}, "[data data-file] were all set"},
+		{[]string{"--call", "/a.B/C", "--proto", "a.proto", "--protoset", "a.protoset"}, "[proto protoset] were all set"},
+		{[]string{"--call", "/a.B/C", "-i", "api"}, "--import-paths: only with --proto"},
+		{[]string{"--call", "/a.B/C", "-m", "authorization"}, `--metadata: an entry without a key before "="`},
+		{[]string{"--call", "/a.B/C", "--protoset", "/nonexistent.protoset"}, "--protoset: read protoset /nonexistent.protoset"},
+		{[]string{"--call", "/a.B/C", "--protocol", "http1"}, "--call: a gRPC method; --protocol http1"},
+		{[]string{"--call", "/a.B/C", "--scenario", "stream"}, "--scenario stream: is coldstart's EchoStream ping-pong"},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
