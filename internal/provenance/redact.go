@@ -36,7 +36,9 @@ var secretName = regexp.MustCompile(`(?i)(token|secret|passw(or)?d|api[-_]?key|c
 var userinfo = regexp.MustCompile(`(://[^/@:\s]*):[^/@\s]*@`)
 
 // RedactArgs returns a copy of a command line with every secret value
-// replaced by Redacted: the value of each --env K=V (K kept), the
+// replaced by Redacted: the value of each --env K=V (K kept), of each
+// gRPC metadata pair (--metadata or -m K=V, --probe-metadata K=V: K kept;
+// metadata carries credentials such as authorization), the
 // --probe-request body when --secret-request is given, the value of any
 // --NAME=VALUE or "--NAME VALUE" whose name says it is a secret (token,
 // secret, password, api-key, credential, private-key), and a password in a URL
@@ -57,17 +59,25 @@ func RedactArgs(args []string) []string {
 	}
 	r := redactor{hash: hash}
 	out := make([]string, len(args))
+	ours := true // before "--": coldstart's own flags, -m among them
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		out[i] = r.url(a)
+		if a == "--" {
+			ours = false
+		}
 		name, value, inline := strings.Cut(a, "=")
 		if !strings.HasPrefix(name, "-") {
 			continue
 		}
 		var redact func(string) string
 		always := false // the flag takes the next argument whatever it looks like
+		if ours && strings.HasPrefix(name, "-m") && len(name) > 2 && !strings.HasPrefix(name, "--") {
+			out[i] = "-m" + r.env(a[2:]) // -mKEY=VALUE, pflag's joined short form
+			continue
+		}
 		switch {
-		case name == "--env":
+		case name == "--env", name == "--metadata", name == "--probe-metadata", ours && name == "-m":
 			redact, always = r.env, true
 		case name == "--probe-request" && secretBody:
 			redact, always = r.value, true
