@@ -116,6 +116,17 @@ func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
 				}
 			}
 		}
+		if len(c.Cost) > 0 {
+			ps, err := costPlots(c)
+			if err != nil {
+				return out, err
+			}
+			for _, pp := range ps {
+				if err := save(framed{p: pp.p}, c, "cost", pp.name, pp.title+c.about("", nil)); err != nil {
+					return out, err
+				}
+			}
+		}
 		if len(c.Soak) > 0 {
 			ps, err := soakPlots(c)
 			if err != nil {
