@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/coldstart-go/coldstart/internal/echo/echopb"
+	"github.com/coldstart-go/coldstart/internal/grpcschema"
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -304,4 +306,54 @@ func TestFixedAddrStaleServer(t *testing.T) {
 	if err := prober.EnsureFree(context.Background(), stg); !errors.Is(err, prober.ErrInUse) {
 		t.Errorf("EnsureFree(%s) with a server there = %v, want ErrInUse", stg, err)
 	}
+}
+
+// A method probe of a server without reflection that wants metadata (the
+// testserver's Count/Last, which no coldstart code knows): without a
+// schema it says which flags to give; with count.proto and the metadata
+// it measures; without the metadata the server answers Unauthenticated,
+// not ready.
+func TestGRPCMethodSchemaAndMetadata(t *testing.T) {
+	bin := testservers.Build(t)
+	args := []string{"-mode", "grpc", "-no-reflection", "-count-service", "-require-metadata", "authorization=Bearer p"}
+	tg := freeTCP(t)
+	inst := start(t, bin, tg, args...)
+	waitReady(t, inst, tg, prober.Health{})
+	const method = "/coldstart.test.v1.Count/Last"
+	schema := grpcschema.Source{Protos: []string{filepath.Join("..", "internal", "testservers", "testserver", "count.proto")}}
+	auth := metadata.Pairs("authorization", "Bearer p")
+
+	probe := func(t *testing.T, src grpcschema.Source, md metadata.MD) *prober.GRPCMethod {
+		t.Helper()
+		g, err := prober.NewGRPCMethod(method, []byte(`{"n": 3}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Schema, g.Metadata = src, md
+		return g
+	}
+	t.Run("no schema", func(t *testing.T) {
+		err := probe(t, grpcschema.Source{}, auth).Prepare(context.Background(), tg)
+		if want := "give its schema with --protoset FILE, or --proto FILE"; !errors.Is(err, prober.ErrBadProbe) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Prepare = %v, want ErrBadProbe saying %q", err, want)
+		}
+	})
+	t.Run("schema and metadata", func(t *testing.T) {
+		g := probe(t, schema, auth)
+		if err := g.Prepare(context.Background(), tg); err != nil {
+			t.Fatal(err)
+		}
+		fresh := freeTCP(t)
+		waitReady(t, start(t, bin, fresh, args...), fresh, g)
+	})
+	t.Run("schema without metadata", func(t *testing.T) {
+		g := probe(t, schema, nil)
+		if err := g.Prepare(context.Background(), tg); err != nil {
+			t.Fatal(err)
+		}
+		a, err := g.Check(context.Background(), tg)
+		if err != nil || !a.Answered || a.Ready || a.Detail != "Unauthenticated" {
+			t.Errorf("Check = %+v, %v; want answered, not ready: Unauthenticated", a, err)
+		}
+	})
 }

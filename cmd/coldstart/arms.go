@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/grpcschema"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -38,9 +41,39 @@ func (o *serverOptions) begin(ctx context.Context, label, transport string) (pro
 	return checker, rf, built, err
 }
 
-// checker turns --probe and --probe-request into a readiness checker.
+// checker turns --probe and --probe-request into a readiness checker; a
+// method probe takes --proto, --protoset and --probe-metadata.
 func (o *serverOptions) checker() (prober.Checker, error) {
-	return prober.ParseProbe(o.Probe, o.ProbeBody)
+	c, err := prober.ParseProbe(o.Probe, o.ProbeBody)
+	if err != nil {
+		return nil, err
+	}
+	g, ok := c.(*prober.GRPCMethod)
+	if !ok {
+		if o.Protoset != "" || len(o.Protos) > 0 || len(o.ProbeMetadata) > 0 {
+			return nil, fmt.Errorf("--proto, --protoset, --probe-metadata: only for a /pkg.Svc/Method probe, not --probe %s", c.Name())
+		}
+		return c, nil
+	}
+	if len(o.ImportPaths) > 0 && len(o.Protos) == 0 {
+		return nil, errors.New("--import-paths: only with --proto")
+	}
+	g.Schema = grpcschema.Source{Protoset: o.Protoset, Protos: o.Protos, ImportPaths: o.ImportPaths}
+	if g.Metadata, err = grpcschema.ParseMetadata(o.ProbeMetadata); err != nil {
+		return nil, fmt.Errorf("--probe-metadata: %w", err)
+	}
+	if g.Schema.Given() {
+		// The files need no server: a schema that does not parse or lacks
+		// the method is reported before anything starts.
+		if _, err := grpcschema.Resolve(context.Background(), g.Schema, nil, g.Method); err != nil {
+			flag := "--proto"
+			if o.Protoset != "" {
+				flag = "--protoset"
+			}
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	return g, nil
 }
 
 // fixedAddr parses --addr (zero Target when unset).

@@ -31,6 +31,12 @@ type serverOptions struct {
 	// request is a secret kept out of everything written.
 	Images        []string
 	SecretRequest bool
+	// A method probe's schema (else the server's reflection) and
+	// metadata.
+	Protoset      string
+	Protos        []string
+	ImportPaths   []string
+	ProbeMetadata []string
 }
 
 // defaultArms are the arms coldstart run and density measure when --arms
@@ -59,6 +65,11 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringVar(&o.Addr, "addr", "", "probe this fixed host:port instead of a free port (for servers that choose their own)")
 	f.StringArrayVar(&o.Images, "image", nil, "NAME=LAYOUT|TARBALL|REF: a prebuilt image measured as arm NAME under runc (repeatable; without --arms, only the images)")
 	f.BoolVar(&o.SecretRequest, "secret-request", false, "the --probe-request body is a secret: never written to results, reports or -v output")
+	f.StringVar(&o.Protoset, "protoset", "", "a /pkg.Svc/Method probe's types from this FileDescriptorSet (protoc --descriptor_set_out --include_imports) instead of the server's reflection service")
+	f.StringArrayVar(&o.Protos, "proto", nil, "a /pkg.Svc/Method probe's types from this .proto file, compiled in process (repeatable; no protoc needed)")
+	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
+	f.StringArrayVar(&o.ProbeMetadata, "probe-metadata", nil, "KEY=VALUE metadata sent with each /pkg.Svc/Method probe and its reflection requests (repeatable; values are redacted in results)")
+	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
 }
 
 func (o *serverOptions) validate() error {

@@ -25,9 +25,9 @@ import (
 var countProto string
 
 // registerCount compiles count.proto, registers it where the reflection
-// service looks (protoregistry.GlobalFiles) and serves Count/Count with
-// dynamic messages: a server-streaming method no generated code is needed
-// for.
+// service looks (protoregistry.GlobalFiles) and serves Count/Count and
+// Count/Last with dynamic messages: a server-streaming and a unary method
+// no generated code is needed for.
 func registerCount(srv *grpc.Server) error {
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"count.proto": countProto}),
@@ -48,6 +48,28 @@ func registerCount(srv *grpc.Server) error {
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: string(sd.FullName()),
 		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Last",
+			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+				req := dynamicpb.NewMessage(in)
+				if err := dec(req); err != nil {
+					return nil, err
+				}
+				last := func(_ context.Context, _ any) (any, error) {
+					if code := req.Get(field(in, "fail_code")).Int(); code != 0 {
+						return nil, status.Errorf(codes.Code(code), "asked to fail with code %d", code)
+					}
+					resp := dynamicpb.NewMessage(out)
+					resp.Set(field(out, "index"), protoreflect.ValueOfInt32(int32(req.Get(field(in, "n")).Int()-1)))
+					resp.Set(field(out, "payload"), req.Get(field(in, "payload")))
+					return resp, nil
+				}
+				if icpt == nil {
+					return last(ctx, req)
+				}
+				return icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/" + string(sd.FullName()) + "/Last"}, last)
+			},
+		}},
 		Streams: []grpc.StreamDesc{{
 			StreamName:    "Count",
 			ServerStreams: true,

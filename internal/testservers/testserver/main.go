@@ -10,9 +10,10 @@
 // sleeps D before listening: a server with a known extra start-up time.
 //
 // In grpc mode it serves coldstart's Echo, health and reflection; with
-// -count-service also coldstart.test.v1.Count/Count (count.proto), a
-// server-streaming method; with -require-metadata KEY=VALUE it refuses
-// every call but the health service's that lacks that metadata pair.
+// -count-service also coldstart.test.v1.Count (count.proto): Count, a
+// server-streaming method, and Last, a unary one; with -require-metadata
+// KEY=VALUE it refuses every call but the health service's that lacks
+// that metadata pair.
 package main
 
 import (
@@ -68,7 +69,7 @@ func main() {
 	flag.DurationVar(&o.startDelay, "start-delay", 0, "sleep this long before listening: a known extra start-up time (0 = none)")
 	flag.BoolVar(&o.mptcp, "mptcp", false, "listen with Multipath TCP whatever GODEBUG says (a socket criu cannot dump)")
 	flag.IntVar(&o.leak, "leak-per-call", 0, "grpc mode: each Echo call leaks this many bytes of resident memory (0 = none)")
-	flag.BoolVar(&o.count, "count-service", false, "grpc mode: also serve coldstart.test.v1.Count (count.proto), a server-streaming method")
+	flag.BoolVar(&o.count, "count-service", false, "grpc mode: also serve coldstart.test.v1.Count (count.proto): Count, server-streaming, and Last, unary")
 	flag.StringVar(&o.requireMD, "require-metadata", "", "grpc mode: KEY=VALUE every call but the health service's must carry, else Unauthenticated (\"\" = none)")
 	flag.Parse()
 
