@@ -162,7 +162,7 @@ func TestCallErrors(t *testing.T) {
 		{"a method the server does not offer", addr, Call{Method: "/fgrpc.PingServer/Ping"}, nil,
 			"--call: the server offers no service fgrpc.PingServer for /fgrpc.PingServer/Ping (services: coldstart.echo.v1.Echo, coldstart.test.v1.Count, grpc.health.v1.Health"},
 		{"a method its service lacks", addr, Call{Method: "/coldstart.test.v1.Count/Sum"}, nil,
-			"--call: the server: service coldstart.test.v1.Count has no method Sum (methods: Count)"},
+			"--call: the server: service coldstart.test.v1.Count has no method Sum (methods: Count, Last)"},
 		{"data that does not fit", addr, Call{Method: "/coldstart.test.v1.Count/Count", Data: [][]byte{[]byte(`{"count": 3}`)}}, nil,
 			`--data: does not fit coldstart.test.v1.CountRequest (fields: n, payload, failCode, delay): (line 1:2): unknown field "count"`},
 		{"a data file line that does not fit", addr, Call{Method: "/coldstart.test.v1.Count/Count", DataFile: badLines}, nil,

@@ -94,7 +94,7 @@ func TestLoad(t *testing.T) {
 		{"protoset missing", Source{Protoset: garbage + ".gone"}, "/a.B/C", "read protoset " + garbage + ".gone"},
 		{"proto that does not compile", Source{Protos: []string{badProto}}, "/a.B/C", "compile " + badProto},
 		{"service not offered", Source{Protoset: protoset}, "/coldstart.test.v1.Sum/Add", "offers no service coldstart.test.v1.Sum for /coldstart.test.v1.Sum/Add (services: coldstart.test.v1.Count)"},
-		{"method not offered", Source{Protoset: protoset}, "/coldstart.test.v1.Count/Sum", "service coldstart.test.v1.Count has no method Sum (methods: Count)"},
+		{"method not offered", Source{Protoset: protoset}, "/coldstart.test.v1.Count/Sum", "service coldstart.test.v1.Count has no method Sum (methods: Count, Last)"},
 		{"not a method", Source{Protoset: protoset}, "Count", `"Count" is not a gRPC method`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
