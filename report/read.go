@@ -87,8 +87,12 @@ type SteadyRow struct {
 	RSSBytes           int64    `json:"rss_bytes"`
 	PSSBytes           int64    `json:"pss_bytes"`
 	Errors             int64    `json:"errors"`
-	ErrorRate          float64  `json:"error_rate"`
-	FirstError         string   `json:"first_error"`
+	// ErrorCodes counts the failed calls by gRPC status code; MetadataKeys
+	// name the metadata sent with every call (never its values).
+	ErrorCodes   map[string]int64 `json:"error_codes,omitempty"`
+	MetadataKeys []string         `json:"metadata_keys,omitempty"`
+	ErrorRate    float64          `json:"error_rate"`
+	FirstError   string           `json:"first_error"`
 	// Round numbers a window of `steady run --rounds` (step_round
 	// records); 0 in a row of medians over rounds.
 	Round int `json:"round"`

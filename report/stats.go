@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -53,7 +54,16 @@ const SteadySpread = 0.2
 func (r SteadyRow) Doubt() string {
 	var why []string
 	if r.Errors > 0 {
-		why = append(why, fmt.Sprintf("%d errors", r.Errors))
+		e := fmt.Sprintf("%d errors", r.Errors)
+		if len(r.ErrorCodes) > 0 {
+			codes := make([]string, 0, len(r.ErrorCodes))
+			for c, n := range r.ErrorCodes {
+				codes = append(codes, fmt.Sprintf("%s %d", c, n))
+			}
+			sort.Strings(codes)
+			e += " (" + strings.Join(codes, ", ") + ")"
+		}
+		why = append(why, e)
 	}
 	if iv := r.CallsPerSCI; iv != nil && iv.Low != nil && iv.High != nil && r.CallsPerS > 0 {
 		if spread := (*iv.High - *iv.Low) / r.CallsPerS; spread > SteadySpread {
