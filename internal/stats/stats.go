@@ -5,7 +5,12 @@
 // are golang.org/x/perf/benchmath's (what benchstat uses); the ratio's
 // interval inverts the same test (Hodges–Lehmann, as R's
 // wilcox.test(conf.int = TRUE)), with the U distribution from
-// github.com/aclements/go-moremath, which benchmath itself uses.
+// github.com/aclements/go-moremath, which benchmath itself uses. Values
+// measured in the same round (arms interleaved) compare paired instead
+// (ComparePaired, CompareRounds): the Wilcoxon signed-rank test on the
+// per-round log ratios, with its Hodges–Lehmann interval, written here
+// (neither library has it) and tested against enumeration and published
+// tables.
 package stats
 
 import (
@@ -106,9 +111,16 @@ type Comparison struct {
 	// differences), with its interval: for a shift, e.g. a server that
 	// sleeps 2 ms more, the interval covers the shift.
 	Diff, DiffLow, DiffHigh float64
-	// P is the two-sided Mann–Whitney U test's p-value that a and b come
-	// from one distribution (1 when the test could not be made).
+	// P is the two-sided p-value of Test: Mann–Whitney's U test that a
+	// and b come from one distribution, or the signed-rank test that the
+	// paired log ratios are centred on 0 (1 when the test could not be
+	// made).
 	P float64
+	// Test names the test and how the intervals were made: MannWhitney
+	// (Compare: all pairwise ratios a_i/b_j) or PairedWilcoxon
+	// (ComparePaired: the per-round ratios a_i/b_i and their Walsh
+	// averages).
+	Test string
 	// NA and NB are the sample sizes.
 	NA, NB int
 	// Confidence is the level asked; the test's level is 1 − Confidence.
@@ -162,7 +174,7 @@ func (c Comparison) Actionable(minEffect float64) bool {
 // Compare tests a against b and estimates a/b and a−b with intervals at
 // the confidence level (e.g. 0.95).
 func Compare(a, b []float64, confidence float64) Comparison {
-	c := Comparison{NA: len(a), NB: len(b), Confidence: confidence, P: 1,
+	c := Comparison{NA: len(a), NB: len(b), Confidence: confidence, P: 1, Test: MannWhitney,
 		Ratio: math.NaN(), RatioLow: math.NaN(), RatioHigh: math.NaN(),
 		Diff: math.NaN(), DiffLow: math.NaN(), DiffHigh: math.NaN()}
 	if len(a) == 0 || len(b) == 0 {
@@ -266,10 +278,16 @@ func logMAD(xs []float64) float64 {
 		}
 		l = append(l, math.Log(x))
 	}
-	sort.Float64s(l)
-	m := quantileSorted(l)
-	dev := make([]float64, len(l))
-	for i, v := range l {
+	return mad(l)
+}
+
+// mad is the normal-consistent median absolute deviation of xs (sorted
+// in place).
+func mad(xs []float64) float64 {
+	sort.Float64s(xs)
+	m := quantileSorted(xs)
+	dev := make([]float64, len(xs))
+	for i, v := range xs {
 		dev[i] = math.Abs(v - m)
 	}
 	sort.Float64s(dev)
