@@ -3,7 +3,7 @@
 // than the sample server (an HTTP-only server, a port flag with another name,
 // $PORT only, a Unix socket), servers that are not ready at first, and
 // servers that misbehave (exit at once, never become ready, never listen, leak
-// memory on every call).
+// memory on every call, leave a detached child behind).
 //
 // Where it listens: -socket PATH (a Unix socket), else -listen-port N
 // (127.0.0.1:N), else 127.0.0.1:$PORT. Nothing else is read. -start-delay D
@@ -52,11 +52,15 @@ type options struct {
 	startDelay  time.Duration
 	mptcp       bool
 	leak        int
+	detach      string
 	count       bool
 	requireMD   string
 }
 
 func main() {
+	if secs := os.Getenv(detachEnv); secs != "" {
+		os.Exit(detachMiddle(secs))
+	}
 	var o options
 	flag.StringVar(&o.mode, "mode", "grpc", "grpc (Echo, health, reflection) | http (GET any path) | exit (print -message to stderr, exit -exit-code) | silent (never listen)")
 	flag.IntVar(&o.listenPort, "listen-port", 0, "listen on 127.0.0.1 at this port (0 = use -socket or $PORT)")
@@ -71,6 +75,7 @@ func main() {
 	flag.IntVar(&o.leak, "leak-per-call", 0, "grpc mode: each Echo call leaks this many bytes of resident memory (0 = none)")
 	flag.BoolVar(&o.count, "count-service", false, "grpc mode: also serve coldstart.test.v1.Count (count.proto): Count, server-streaming, and Last, unary")
 	flag.StringVar(&o.requireMD, "require-metadata", "", "grpc mode: KEY=VALUE every call but the health service's must carry, else Unauthenticated (\"\" = none)")
+	flag.StringVar(&o.detach, "detach-child", "", "before listening, start `sleep SECONDS` detached: in a session of its own, by a double fork, so it is not this server's child nor in its process group (\"\" = none); a unique SECONDS such as 3601.4711 is a marker to find it by")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -82,6 +87,11 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.detach != "" {
+		if err := detachSleep(o.detach); err != nil {
+			return err
+		}
+	}
 	switch o.mode {
 	case "exit":
 		fmt.Fprintln(os.Stderr, o.message)
