@@ -7,7 +7,10 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -15,8 +18,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupV1 is one placement's cgroup in the v1 cpu, cpuacct, memory (and,
-// with a CPU set, cpuset) hierarchies, at <parent>/<id> in each.
+// cgroupV1 is one placement's cgroup in the v1 cpu, cpuacct, memory,
+// freezer (and, with a CPU set, cpuset) hierarchies, at <parent>/<id> in
+// each; one that only contains its process (trackOnly) is in the freezer
+// hierarchy alone (else pids, else cpuacct).
 //
 // A process cannot be cloned into a v1 cgroup. Instead the forking thread
 // (locked, never the thread group leader) joins the cgroup by writing its
@@ -33,24 +38,39 @@ type cgroupV1 struct {
 	// deepest first (see parentsToRemove).
 	madeParents []string
 	owned       owned // the group's directories, in the run's state file
+	frozen      bool  // the group is in the freezer hierarchy
 }
 
-var _ cgroup = (*cgroupV1)(nil)
+var (
+	_ cgroup  = (*cgroupV1)(nil)
+	_ freezer = (*cgroupV1)(nil)
+)
 
-func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
+func newCgroupV1(root, parent, id string, b Budget, trackOnly bool) (_ *cgroupV1, err error) {
 	c := &cgroupV1{root: root, group: path.Join(parent, id)}
 	type ctl struct {
 		name     cgroup1.Name
 		required bool
 		why      string
 	}
+	// The freezer hierarchy is for Close: a frozen group cannot fork
+	// while its processes are killed. It is joined before the memory
+	// cgroup: once the thread is in a small memory cgroup, opening the
+	// next tasks file is charged to it and can fail (ENOMEM).
 	ctls := []ctl{
 		{cgroup1.Cpu, b.Cores > 0, "a CPU quota"},
 		{cgroup1.Cpuacct, false, ""},
+		{cgroup1.Freezer, false, ""},
 		{cgroup1.Memory, b.MemBytes > 0, "a memory limit"},
 	}
 	if len(b.CPUs) > 0 {
 		ctls = append(ctls, ctl{cgroup1.Cpuset, false, ""})
+	}
+	if trackOnly {
+		// One hierarchy is enough to find every descendant: the first of
+		// these that is mounted. None of them charges on the paths a
+		// start runs (pids charges one counter per fork).
+		ctls = []ctl{{cgroup1.Freezer, false, ""}, {cgroup1.Pids, false, ""}, {cgroup1.Cpuacct, false, ""}}
 	}
 	var (
 		subs []cgroup1.Subsystem
@@ -64,6 +84,9 @@ func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
 				return nil, fmt.Errorf("%w: %s needs the v1 %s controller, not mounted at %s", ErrNoCgroup, k.why, k.name, dir)
 			}
 			continue
+		}
+		if trackOnly && len(c.subs) > 0 {
+			break
 		}
 		if _, err := os.Lstat(filepath.Join(dir, c.group)); err == nil {
 			return nil, fmt.Errorf("create cgroup %s: %s already exists", c.name(), filepath.Join(dir, c.group))
@@ -87,10 +110,15 @@ func newCgroupV1(root, parent, id string, b Budget) (_ *cgroupV1, err error) {
 			subs = append(subs, cgroup1.NewMemory(root))
 		case cgroup1.Cpuset:
 			subs = append(subs, cgroup1.NewCpuset(root))
+		case cgroup1.Freezer:
+			subs = append(subs, cgroup1.NewFreezer(root))
+			c.frozen = true
+		case cgroup1.Pids:
+			subs = append(subs, cgroup1.NewPids(root))
 		}
 	}
 	if len(subs) == 0 {
-		return nil, fmt.Errorf("%w: no v1 cpu, cpuacct or memory controller under %s", ErrNoCgroup, root)
+		return nil, fmt.Errorf("%w: no v1 cpu, cpuacct, memory, freezer or pids controller under %s", ErrNoCgroup, root)
 	}
 	res := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
 	if b.Cores > 0 {
@@ -147,9 +175,11 @@ func (c *cgroupV1) join() (leave func() bool, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Back in the reverse order: out of the memory cgroup first, so the
+	// other moves are not charged to its limit.
 	leave = func() bool {
 		ok := true
-		for _, n := range c.move {
+		for _, n := range slices.Backward(c.move) {
 			p, found := from[string(n)]
 			if !found {
 				ok = false
@@ -166,6 +196,43 @@ func (c *cgroupV1) join() (leave func() bool, err error) {
 		return leave, fmt.Errorf("join cgroup %s: %w", c.name(), err)
 	}
 	return leave, nil
+}
+
+// freezeStep bounds how long freeze waits for the group to be FROZEN: a
+// task in uninterruptible sleep holds it in FREEZING. Close then kills
+// without the freeze, and tries again.
+const freezeStep = 100 * time.Millisecond
+
+// freeze writes FROZEN to the group's freezer.state and waits, until the
+// earlier of until and freezeStep from now, for the kernel to say FROZEN;
+// not frozen by then, it thaws the group again and returns false.
+func (c *cgroupV1) freeze(until time.Time) bool {
+	if !c.frozen {
+		return false
+	}
+	state := filepath.Join(c.dir(cgroup1.Freezer), "freezer.state")
+	if os.WriteFile(state, []byte("FROZEN"), 0) != nil {
+		return false
+	}
+	if step := time.Now().Add(freezeStep); step.Before(until) {
+		until = step
+	}
+	for {
+		b, err := os.ReadFile(state)
+		if err == nil && strings.TrimSpace(string(b)) == "FROZEN" {
+			return true
+		}
+		if err != nil || time.Now().After(until) {
+			c.thaw()
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// thaw lets the group run again: its killed processes die only then.
+func (c *cgroupV1) thaw() {
+	_ = os.WriteFile(filepath.Join(c.dir(cgroup1.Freezer), "freezer.state"), []byte("THAWED"), 0)
 }
 
 func (c *cgroupV1) procs() ([]int, error) {

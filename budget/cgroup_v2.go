@@ -20,6 +20,10 @@ import (
 // hierarchy. The child is cloned straight into it (clone3 with
 // CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD): no thread moves.
 //
+// One that only contains its process (trackOnly) enables no controller: a
+// cgroup without controllers costs the server's start nothing, and
+// cgroup.kill (Linux 5.14) works in it all the same.
+//
 // By default it sits under the hierarchy's root rather than under this
 // process's own cgroup: a v2 cgroup that holds processes cannot hand
 // controllers to its children ("no internal processes"), and ours usually
@@ -34,7 +38,7 @@ type cgroupV2 struct {
 
 var _ cgroup = (*cgroupV2)(nil)
 
-func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
+func newCgroupV2(mount, parent, id string, b Budget, trackOnly bool) (_ *cgroupV2, err error) {
 	c := &cgroupV2{mount: mount, group: path.Join(parent, id)}
 	ctlFile := filepath.Join(mount, "cgroup.controllers")
 	raw, err := os.ReadFile(ctlFile)
@@ -59,6 +63,9 @@ func newCgroupV2(mount, parent, id string, b Budget) (_ *cgroupV2, err error) {
 	}
 	c.madeParents = parentsToRemove(mount, parent)
 	res := &cgroup2.Resources{}
+	if trackOnly {
+		has = func(string) bool { return false }
+	}
 	if has("cpu") {
 		res.CPU = &cgroup2.CPU{}
 		if b.Cores > 0 {

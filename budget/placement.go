@@ -84,6 +84,7 @@ type PlaceOption func(*placeConfig)
 
 type placeConfig struct {
 	accounting bool
+	own        bool
 	parent     string
 	// mode and mount force a hierarchy (tests): "" = detect.
 	mode  Mode
@@ -97,6 +98,21 @@ type placeConfig struct {
 // quota or memory limit, so that Usage reports the process's CPU and memory
 // peak; where no cgroup can be made it goes without one (Usage.Cgroup "").
 func WithAccounting() PlaceOption { return func(c *placeConfig) { c.accounting = true } }
+
+// WithOwnCgroup makes Place give the process a cgroup of its own even for
+// a budget that needs none (max, or a CPU set alone), so that Close kills
+// every process it leaves behind, those that detached (setsid, double
+// fork) included: no descendant outlives its run. On v1 such a cgroup is
+// made only in the freezer hierarchy (else pids, else cpuacct: the first
+// mounted), which charges nothing on the paths a server's start runs (a
+// memory cgroup would charge every page, a cpu one add a scheduling
+// level) and lets Close freeze the group so nothing forks while it is
+// killed; on v2 it is a leaf with no controllers enabled, killed through
+// cgroup.kill. Usage stays zero for it: it tracks, it does not account.
+// Where no cgroup can be made (ErrNoCgroup: not root and no delegated
+// subtree) the placement goes without one (Mode ModeNone) and the caller
+// must contain the process another way.
+func WithOwnCgroup() PlaceOption { return func(c *placeConfig) { c.own = true } }
 
 // WithParent makes the placement's cgroup under parent, a cgroup path from
 // the hierarchy's root such as "/coldstart" (the default) or a subtree
@@ -118,6 +134,9 @@ type Placement struct {
 	cfg  placeConfig  // how it was placed, for placing its like (memStartSearch)
 	cpus *unix.CPUSet // nil = leave affinity alone
 	cg   cgroup       // nil = no cgroup
+	// trackOnly: cg exists only to contain the process (WithOwnCgroup),
+	// not for the budget or accounting; Usage reports nothing from it.
+	trackOnly bool
 
 	mu      sync.Mutex
 	started time.Time
@@ -174,13 +193,14 @@ func (b Budget) Place(id string, opts ...PlaceOption) (*Placement, error) {
 		}
 		p.cpus = &set
 	}
-	if b.NeedsCgroup() || cfg.accounting {
-		cg, err := newCgroup(cfg, id, b)
+	if b.NeedsCgroup() || cfg.accounting || cfg.own {
+		p.trackOnly = !b.NeedsCgroup() && !cfg.accounting
+		cg, err := newCgroup(cfg, id, b, p.trackOnly)
 		switch {
 		case err == nil:
 			p.cg = cg
 		case !b.NeedsCgroup() && errors.Is(err, ErrNoCgroup):
-			// Accounting only: go without.
+			// Accounting or containment only: go without.
 		default:
 			return nil, fmt.Errorf("place budget %s: %w", b, err)
 		}
@@ -188,7 +208,9 @@ func (b Budget) Place(id string, opts ...PlaceOption) (*Placement, error) {
 	return p, nil
 }
 
-func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
+// newCgroup makes the placement's cgroup; trackOnly makes one that only
+// contains the process (see WithOwnCgroup).
+func newCgroup(cfg placeConfig, id string, b Budget, trackOnly bool) (cgroup, error) {
 	mode, mount := cfg.mode, cfg.mount
 	if mode == "" {
 		mode = HostMode()
@@ -209,9 +231,9 @@ func newCgroup(cfg placeConfig, id string, b Budget) (cgroup, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		switch mode {
 		case ModeV1, ModeHybrid:
-			cg, err = newCgroupV1(mount, cfg.parent, id, b)
+			cg, err = newCgroupV1(mount, cfg.parent, id, b, trackOnly)
 		case ModeV2:
-			cg, err = newCgroupV2(mount, cfg.parent, id, b)
+			cg, err = newCgroupV2(mount, cfg.parent, id, b, trackOnly)
 		default:
 			return nil, fmt.Errorf("%w: no cgroup filesystem at %s; "+
 				"cores= and mem= budgets need one, cpus= budgets work without", ErrNoCgroup, mount)
@@ -422,11 +444,16 @@ func (p *Placement) startOnThread(cmd *exec.Cmd, res chan<- error) {
 	restore()
 }
 
-// Usage reads the cgroup's CPU and memory figures (zero without a cgroup).
-// After Close it returns the figures read just before the cgroup was removed.
+// Usage reads the cgroup's CPU and memory figures (zero without a cgroup,
+// or with one that only contains the process: WithOwnCgroup for a budget
+// that needs none). After Close it returns the figures read just before
+// the cgroup was removed.
 func (p *Placement) Usage() (Usage, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.trackOnly {
+		return Usage{}, nil
+	}
 	if p.final != nil {
 		return *p.final, nil
 	}
@@ -495,7 +522,7 @@ func (p *Placement) Close() error {
 	}
 	p.closed = true
 	restored := p.restored
-	if p.cg != nil {
+	if p.cg != nil && !p.trackOnly {
 		if u, err := p.cg.usage(); err == nil {
 			p.final = &u
 		}
@@ -517,8 +544,18 @@ func (p *Placement) Close() error {
 	return err
 }
 
+// freezer is a cgroup that can be frozen (v1 with the freezer
+// hierarchy): while frozen, nothing inside runs, so nothing forks between
+// reading its process list and killing each one.
+type freezer interface {
+	freeze(until time.Time) bool // false: not frozen (no freezer, or not in time)
+	thaw()
+}
+
 // closeCgroup empties and deletes the cgroup, returning its figures from
-// just before the delete.
+// just before the delete. v2: cgroup.kill kills the whole group at once.
+// v1: freeze the group, SIGKILL every process in it, thaw (a frozen task
+// dies only once thawed), and repeat until it is empty.
 func (p *Placement) closeCgroup() (*Usage, error) {
 	self := os.Getpid()
 	deadline := time.Now().Add(closeWait)
@@ -533,19 +570,29 @@ func (p *Placement) closeCgroup() (*Usage, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("close cgroup %s: processes %v still inside after SIGKILL and %v", p.cg.name(), procs, closeWait)
 		}
-		if k, ok := p.cg.(interface{ killAll() bool }); ok && !slices.Contains(procs, self) && k.killAll() {
+		mine := slices.Contains(procs, self)
+		if k, ok := p.cg.(interface{ killAll() bool }); ok && !mine && k.killAll() {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		for _, pid := range procs {
-			// Never this process: one of its threads can only be inside if
-			// it could not be moved back, and then it is exiting.
-			if pid == self {
-				continue
+		// Never freeze a group one of our threads is in (it could not be
+		// moved back and is exiting): it would stop with the rest.
+		if f, ok := p.cg.(freezer); ok && !mine && f.freeze(deadline) {
+			// Read again: a fork between the first read and the freeze
+			// is in this list.
+			procs, err = p.cg.procs()
+			if err == nil {
+				err = killEach(procs, self)
 			}
-			if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-				return nil, fmt.Errorf("close cgroup %s: kill %d: %w", p.cg.name(), pid, err)
+			f.thaw()
+			if err != nil {
+				return nil, fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
 			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err := killEach(procs, self); err != nil {
+			return nil, fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -557,4 +604,19 @@ func (p *Placement) closeCgroup() (*Usage, error) {
 		return final, fmt.Errorf("close cgroup %s: %w", p.cg.name(), err)
 	}
 	return final, nil
+}
+
+// killEach SIGKILLs each of procs but self.
+func killEach(procs []int, self int) error {
+	for _, pid := range procs {
+		// Never this process: one of its threads can only be inside if
+		// it could not be moved back, and then it is exiting.
+		if pid == self {
+			continue
+		}
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("kill %d: %w", pid, err)
+		}
+	}
+	return nil
 }
