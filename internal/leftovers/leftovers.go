@@ -374,12 +374,25 @@ func remove(e Entry) error {
 
 // removeCgroup kills what still runs in dir and removes it (rmdir; a
 // cgroup's files go with it), retrying while the killed processes exit.
+// A v2 cgroup is killed whole through cgroup.kill; a v1 freezer cgroup is
+// frozen while its tasks are killed, so none forks past the kill (a
+// frozen task dies once thawed); in any other, each task listed is killed,
+// again on every retry.
 func removeCgroup(dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+		state := filepath.Join(dir, "freezer.state")
+		frozen := os.WriteFile(state, []byte("FROZEN"), 0) == nil
+		for i := 0; frozen && i < 100; i++ {
+			if b, err := os.ReadFile(state); err != nil || strings.TrimSpace(string(b)) == "FROZEN" {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 		for _, f := range []string{"cgroup.procs", "tasks"} {
 			b, err := os.ReadFile(filepath.Join(dir, f))
 			if err != nil {
@@ -390,6 +403,9 @@ func removeCgroup(dir string) error {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
+		}
+		if frozen {
+			_ = os.WriteFile(state, []byte("THAWED"), 0)
 		}
 		err := unix.Rmdir(dir)
 		if err == nil || errors.Is(err, unix.ENOENT) {
