@@ -280,22 +280,33 @@ func Pair(a, b Rounds) (xa, xb []float64, ok bool) {
 	return xa, xb, n > 0 && 2*n >= len(a) && 2*n >= len(b)
 }
 
-// CompareRounds compares a with b paired (ComparePaired) when Pair says
-// they pair, else unpaired (Compare) on all their values; Test says which.
+// CompareRounds compares a with b paired (ComparePaired) when they pair
+// (Pair) in enough rounds for the signed-rank test to reach the level at
+// all (6 at 95%: 2/2^n < 5%), else unpaired (Compare) on all their
+// values; Test says which. Below that, Mann–Whitney on both sides' values
+// can still reach it (4+4 at 95%), so a 5-round steady step keeps a
+// verdict.
 func CompareRounds(a, b Rounds, confidence float64) Comparison {
-	if xa, xb, ok := Pair(a, b); ok {
+	if xa, xb, ok := pairFor(a, b, confidence); ok {
 		return ComparePaired(xa, xb, confidence)
 	}
 	return Compare(a.Values(), b.Values(), confidence)
 }
 
-// RunsToDetectRounds is RunsToDetectPaired for sides that pair (Pair),
-// else RunsToDetect: as CompareRounds would test them.
+// RunsToDetectRounds is RunsToDetectPaired for sides CompareRounds would
+// compare paired, else RunsToDetect.
 func RunsToDetectRounds(a, b Rounds, effect, confidence, power float64) int {
-	if xa, xb, ok := Pair(a, b); ok {
+	if xa, xb, ok := pairFor(a, b, confidence); ok {
 		return RunsToDetectPaired(xa, xb, effect, confidence, power)
 	}
 	return RunsToDetect(a.Values(), b.Values(), effect, confidence, power)
+}
+
+// pairFor is Pair, with enough pairs for the paired test to reach the
+// confidence level.
+func pairFor(a, b Rounds, confidence float64) (xa, xb []float64, ok bool) {
+	xa, xb, ok = Pair(a, b)
+	return xa, xb, ok && len(xa) >= minPairs(1-confidence)
 }
 
 // RunsToDetectPaired estimates how many rounds (pairs) a paired

@@ -232,6 +232,8 @@ func TestPairAndCompareRounds(t *testing.T) {
 		{"one failed round dropped", func() Rounds { r := full(10, 11); delete(r, 4); return r }(), full(10, 10), PairedWilcoxon, 9},
 		{"fewer than half pair", Rounds{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6}, Rounds{5: 1, 6: 2, 7: 3, 8: 4, 9: 5, 10: 6}, MannWhitney, 6},
 		{"none pair", Rounds{1: 1, 2: 2}, Rounds{3: 1, 4: 2}, MannWhitney, 2},
+		{"too few rounds for the paired test", full(5, 11), full(5, 10), MannWhitney, 5},
+		{"just enough", full(6, 11), full(6, 10), PairedWilcoxon, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
