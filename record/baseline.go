@@ -8,7 +8,7 @@ const VerdictBaseline = "baseline"
 
 // VsBaseline is one row's figure set against the baseline arm's under the
 // same budget: the ratio row/baseline (Hodges–Lehmann) with its interval,
-// the two-sided Mann–Whitney p-value and the verdict (faster, slower, "no
+// the two-sided p-value of Test and the verdict (faster, slower, "no
 // difference detected", or "baseline" on the baseline's own row). All nil
 // or empty when there was nothing to compare.
 type VsBaseline struct {
@@ -18,6 +18,10 @@ type VsBaseline struct {
 	CIHigh   *float64 `json:"vs_baseline_ci_high,omitempty"`
 	P        *float64 `json:"vs_baseline_p,omitempty"`
 	Verdict  string   `json:"vs_baseline_verdict,omitempty"`
+	// Test is the test behind P and the interval: stats.PairedWilcoxon
+	// on per-round ratios when the two arms ran in the same rounds, else
+	// stats.MannWhitney ("" when nothing was compared).
+	Test string `json:"vs_baseline_test,omitempty" render:"-"`
 	// RunsToDetect estimates the runs per arm that would detect a
 	// stats.DefaultMinEffect difference at the spread seen (0 = unknown),
 	// for rows where none was detected.
@@ -29,10 +33,26 @@ type VsBaseline struct {
 func (v VsBaseline) Compared() bool { return v.Verdict != "" && v.Verdict != VerdictBaseline }
 
 // NewVsBaseline compares a row's values xa against the baseline's xb
-// (stats.Compare) for a figure of the given sense.
+// (stats.Compare, unpaired) for a figure of the given sense.
 func NewVsBaseline(baseline string, xa, xb []float64, s stats.Sense, confidence, minEffect float64) VsBaseline {
-	c := stats.Compare(xa, xb, confidence)
-	v := VsBaseline{Baseline: baseline, Verdict: string(c.Verdict(s))}
+	return vsBaseline(baseline, stats.Compare(xa, xb, confidence), s, minEffect, func() int {
+		return stats.RunsToDetect(xa, xb, minEffect, confidence, 0.8)
+	})
+}
+
+// NewVsBaselineRounds is NewVsBaseline for values keyed by the round they
+// were measured in: paired where the rounds pair (stats.CompareRounds),
+// which cancels noise that hit a whole round.
+func NewVsBaselineRounds(baseline string, xa, xb stats.Rounds, s stats.Sense, confidence, minEffect float64) VsBaseline {
+	return vsBaseline(baseline, stats.CompareRounds(xa, xb, confidence), s, minEffect, func() int {
+		return stats.RunsToDetectRounds(xa, xb, minEffect, confidence, 0.8)
+	})
+}
+
+// vsBaseline reads comparison c; runsToDetect is called only for a row
+// with nothing actionable.
+func vsBaseline(baseline string, c stats.Comparison, s stats.Sense, minEffect float64, runsToDetect func() int) VsBaseline {
+	v := VsBaseline{Baseline: baseline, Verdict: string(c.Verdict(s)), Test: c.Test}
 	v.Ratio, v.CILow, v.CIHigh = finite(c.Ratio), finite(c.RatioLow), finite(c.RatioHigh)
 	if v.CILow == nil || v.CIHigh == nil || *v.CILow <= 0 {
 		// Too few values to bound the ratio: its interval is (0, ∞),
@@ -44,7 +64,7 @@ func NewVsBaseline(baseline string, xa, xb []float64, s stats.Sense, confidence,
 		v.P = &p
 	}
 	if !c.Actionable(minEffect) {
-		v.RunsToDetect = stats.RunsToDetect(xa, xb, minEffect, confidence, 0.8)
+		v.RunsToDetect = runsToDetect()
 	}
 	return v
 }
@@ -68,7 +88,9 @@ func ChooseBaseline(arms []string, want string) string {
 
 // CompareToBaseline fills each summary's VsBaseline on spawn → first RPC:
 // per budget, every arm's counted samples against the baseline's
-// (ChooseBaseline over the arms summarized, in order). samples are the
+// (ChooseBaseline over the arms summarized, in order), paired by run: the
+// arms of a campaign run interleaved, one start each per round
+// (NewVsBaselineRounds). samples are the
 // campaign's raw samples, warm-up and failed ones included (they are left
 // out here, as in Summarize). It returns the baseline chosen.
 func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence, minEffect float64) string {
@@ -81,13 +103,16 @@ func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence
 		}
 	}
 	base := ChooseBaseline(arms, want)
-	times := map[[2]string][]float64{}
+	times := map[[2]string]stats.Rounds{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" || s.FirstRPCMs <= 0 {
 			continue
 		}
 		k := [2]string{s.Arm, s.Budget}
-		times[k] = append(times[k], s.FirstRPCMs)
+		if times[k] == nil {
+			times[k] = stats.Rounds{}
+		}
+		times[k][s.Run] = s.FirstRPCMs
 	}
 	for i := range sums {
 		s := &sums[i]
@@ -100,7 +125,7 @@ func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence
 			s.VsBaseline = VsBaseline{}
 			continue
 		}
-		s.VsBaseline = NewVsBaseline(base, xa, xb, stats.LessIsFaster, confidence, minEffect)
+		s.VsBaseline = NewVsBaselineRounds(base, xa, xb, stats.LessIsFaster, confidence, minEffect)
 	}
 	return base
 }

@@ -153,7 +153,8 @@ func CompareSteady(rows, rounds []SteadyRow, want string, confidence, minEffect 
 // CPUVsBaseline when it has rounds: calls/s (more is faster) and server
 // CPU per call (lower or higher) of its arm's rounds against base's
 // rounds of the same step (budget, protocol, client, scenario, payload,
-// concurrency, connections, depth, rate). rounds are the windows recorded
+// concurrency, connections, depth, rate), paired by round where the
+// rounds pair (NewVsBaselineRounds). rounds are the windows recorded
 // as "step_round" (Round > 0; others are skipped): steady runs every
 // arm's rounds of a step before any arm's row, so a row can be compared
 // as it arrives. One round per arm gives a ratio with no interval, and no
@@ -168,24 +169,25 @@ func CompareSteadyRow(r *SteadyRow, rounds []SteadyRow, base string, confidence,
 		return
 	}
 	step := steadyStep(*r)
-	var calls, cpu [2][]float64 // this arm's, the baseline's
+	calls := [2]stats.Rounds{{}, {}} // this arm's, the baseline's
+	cpu := [2]stats.Rounds{{}, {}}
 	for _, w := range rounds {
 		side := slices.Index([]string{r.Arm, base}, w.Arm)
 		if w.Round == 0 || side < 0 || steadyStep(w) != step {
 			continue
 		}
 		if w.CallsPerS > 0 {
-			calls[side] = append(calls[side], w.CallsPerS)
+			calls[side][w.Round] = w.CallsPerS
 		}
 		if w.ServerCPUUsPerCall != nil && *w.ServerCPUUsPerCall > 0 {
-			cpu[side] = append(cpu[side], *w.ServerCPUUsPerCall)
+			cpu[side][w.Round] = *w.ServerCPUUsPerCall
 		}
 	}
 	if len(calls[0]) > 0 && len(calls[1]) > 0 {
-		r.VsBaseline = NewVsBaseline(base, calls[0], calls[1], stats.MoreIsFaster, confidence, minEffect)
+		r.VsBaseline = NewVsBaselineRounds(base, calls[0], calls[1], stats.MoreIsFaster, confidence, minEffect)
 	}
 	if len(cpu[0]) > 0 && len(cpu[1]) > 0 {
-		v := NewVsBaseline(base, cpu[0], cpu[1], stats.Neutral, confidence, minEffect)
+		v := NewVsBaselineRounds(base, cpu[0], cpu[1], stats.Neutral, confidence, minEffect)
 		r.CPUVsBaseline = CPUVsBaseline{CPURatio: v.Ratio, CPUCILow: v.CILow, CPUCIHigh: v.CIHigh, CPUP: v.P, CPUVerdict: v.Verdict}
 	}
 }
