@@ -20,8 +20,8 @@ type SteadyRound struct {
 }
 
 // ComparisonRow is one comparison the report makes: metric of a against
-// b, as the ratio a/b with its interval, the Mann–Whitney test's p-value
-// and a verdict. JSON keys are what `coldstart report -o json` writes.
+// b, as the ratio a/b with its interval, the p-value of Test and a
+// verdict. JSON keys are what `coldstart report -o json` writes.
 type ComparisonRow struct {
 	// Kind is what is compared: "arms", "budgets", "protocols" or
 	// "campaigns"; Campaign the results file(s) the samples come from.
@@ -42,6 +42,11 @@ type ComparisonRow struct {
 	RatioCILow  *float64 `json:"ratio_ci_low"`
 	RatioCIHigh *float64 `json:"ratio_ci_high"`
 	PValue      float64  `json:"p_value"`
+	// Test is the test behind PValue and the interval:
+	// stats.PairedWilcoxon ("paired-wilcoxon", on the per-round ratios,
+	// when both sides ran in the same rounds) or stats.MannWhitney
+	// ("mann-whitney", unpaired).
+	Test string `json:"test"`
 	// Verdict is faster, slower, lower, higher or "no difference
 	// detected", said of a against b.
 	Verdict string `json:"verdict"`
@@ -54,7 +59,7 @@ type ComparisonRow struct {
 	// Actionable: significant and at least MinEffect in size.
 	Actionable bool `json:"actionable"`
 	// RunsToDetect estimates the runs per side needed to detect a
-	// MinEffect difference at this spread (0 = unknown).
+	// MinEffect difference at this spread, by Test (0 = unknown).
 	RunsToDetect int `json:"runs_to_detect"`
 
 	cmp   stats.Comparison
@@ -83,20 +88,33 @@ func fp(v float64) *float64 {
 	return &v
 }
 
-// compare builds one row.
+// compare builds one row from unpaired samples (Mann–Whitney).
 func (r *Report) compare(kind, campaign, scope, metric, a, b string, xa, xb []float64, sense stats.Sense) ComparisonRow {
 	conf := r.confidence()
-	c := stats.Compare(xa, xb, conf)
-	row := ComparisonRow{
+	return r.row(kind, campaign, scope, metric, a, b, xa, xb, stats.Compare(xa, xb, conf),
+		stats.RunsToDetect(xa, xb, r.minEffect(), conf, 0.8), sense)
+}
+
+// compareRounds builds one row from values keyed by the round they were
+// measured in: paired where the rounds pair (stats.CompareRounds), so
+// noise that hit a whole round cancels. The medians are over all values.
+func (r *Report) compareRounds(kind, campaign, scope, metric, a, b string, xa, xb stats.Rounds, sense stats.Sense) ComparisonRow {
+	conf := r.confidence()
+	return r.row(kind, campaign, scope, metric, a, b, xa.Values(), xb.Values(), stats.CompareRounds(xa, xb, conf),
+		stats.RunsToDetectRounds(xa, xb, r.minEffect(), conf, 0.8), sense)
+}
+
+func (r *Report) row(kind, campaign, scope, metric, a, b string, xa, xb []float64, c stats.Comparison, runsToDetect int, sense stats.Sense) ComparisonRow {
+	conf := r.confidence()
+	return ComparisonRow{
 		Kind: kind, Campaign: campaign, Scope: scope, Metric: metric, A: a, B: b,
 		MedianA: fp(stats.MedianCI(xa, conf).Value), MedianB: fp(stats.MedianCI(xb, conf).Value),
 		Ratio: fp(c.Ratio), RatioCILow: fp(c.RatioLow), RatioCIHigh: fp(c.RatioHigh),
-		PValue: c.P, Verdict: string(c.Verdict(sense)), NA: c.NA, NB: c.NB,
+		PValue: c.P, Test: c.Test, Verdict: string(c.Verdict(sense)), NA: c.NA, NB: c.NB,
 		Confidence: conf, MinEffect: r.minEffect(), Actionable: c.Actionable(r.minEffect()),
-		RunsToDetect: stats.RunsToDetect(xa, xb, r.minEffect(), conf, 0.8),
+		RunsToDetect: runsToDetect,
 		cmp:          c, sense: sense,
 	}
-	return row
 }
 
 // DefaultBaseline is the arm others are compared against when the user
@@ -168,6 +186,39 @@ func startupCPUSamples(c *Campaign) map[[2]string][]float64 {
 	return out
 }
 
+// coldRounds are a campaign's counted first-RPC times by arm and budget,
+// keyed by run: the arms (and budgets) of a campaign run interleaved, one
+// start each per round.
+func coldRounds(c *Campaign) map[[2]string]stats.Rounds {
+	return roundsOf(c, func(s Sample) (float64, bool) { return s.FirstRPCMs, s.FirstRPCMs > 0 })
+}
+
+// startupCPURounds are startupCPUSamples keyed by run.
+func startupCPURounds(c *Campaign) map[[2]string]stats.Rounds {
+	return roundsOf(c, func(s Sample) (float64, bool) {
+		if s.StartupCPUMs == nil {
+			return 0, false
+		}
+		return *s.StartupCPUMs, *s.StartupCPUMs > 0
+	})
+}
+
+func roundsOf(c *Campaign, get func(Sample) (float64, bool)) map[[2]string]stats.Rounds {
+	out := map[[2]string]stats.Rounds{}
+	for _, s := range c.Samples {
+		v, ok := get(s)
+		if s.Warmup || s.Error != "" || !ok {
+			continue
+		}
+		k := [2]string{s.Arm, s.Budget}
+		if out[k] == nil {
+			out[k] = stats.Rounds{}
+		}
+		out[k][s.Run] = v
+	}
+	return out
+}
+
 // coldSamples are a campaign's counted first-RPC times by arm and budget.
 func coldSamples(c *Campaign) map[[2]string][]float64 {
 	out := map[[2]string][]float64{}
@@ -184,12 +235,14 @@ func coldSamples(c *Campaign) map[[2]string][]float64 {
 // Comparisons lists every comparison the report makes: within each
 // cold-start campaign every arm against the baseline (BaselineOf) under
 // each budget, on first RPC and on startup CPU, and
-// every budget against the first for each arm; within each density
+// every budget against the first for each arm, paired by run
+// (compareRounds); within each density
 // campaign every arm's idle PSS against the first arm's; within each
 // steady campaign with rounds, every arm against the first on calls/s, p50
-// and server CPU per call, and each HTTP protocol against gRPC; and across
-// campaigns, each later campaign's arm and budget against the first one
-// holding it.
+// and server CPU per call (paired by round), and each HTTP protocol
+// against gRPC; and across campaigns, each later campaign's arm and budget
+// against the first one holding it (unpaired: their runs are not rounds of
+// one campaign).
 func (r *Report) Comparisons() []ComparisonRow {
 	var out []ComparisonRow
 	type first struct {
@@ -202,9 +255,9 @@ func (r *Report) Comparisons() []ComparisonRow {
 		if len(samples) == 0 {
 			continue
 		}
+		rounds, cpu := coldRounds(c), startupCPURounds(c)
 		arms := budgetsOf(c.Samples, func(s Sample) string { return s.Arm })
 		budgets := budgetsOf(c.Samples, func(s Sample) string { return s.Budget })
-		cpu := startupCPUSamples(c)
 		for _, b := range budgets {
 			base := ""
 			for _, a := range r.withBaselineFirst(arms) {
@@ -216,9 +269,9 @@ func (r *Report) Comparisons() []ComparisonRow {
 					base = a
 					continue
 				}
-				out = append(out, r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, xs, samples[[2]string{base, b}], stats.LessIsFaster))
+				out = append(out, r.compareRounds("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, rounds[[2]string{a, b}], rounds[[2]string{base, b}], stats.LessIsFaster))
 				if ca, cb := cpu[[2]string{a, b}], cpu[[2]string{base, b}]; len(ca) > 0 && len(cb) > 0 {
-					out = append(out, r.compare("arms", c.Label, "budget="+b, "startup_cpu_ms", a, base, ca, cb, stats.Neutral))
+					out = append(out, r.compareRounds("arms", c.Label, "budget="+b, "startup_cpu_ms", a, base, ca, cb, stats.Neutral))
 				}
 			}
 		}
@@ -233,7 +286,7 @@ func (r *Report) Comparisons() []ComparisonRow {
 					base = b
 					continue
 				}
-				out = append(out, r.compare("budgets", c.Label, "arm="+a, "first_rpc_ms", b, base, xs, samples[[2]string{a, base}], stats.LessIsFaster))
+				out = append(out, r.compareRounds("budgets", c.Label, "arm="+a, "first_rpc_ms", b, base, rounds[[2]string{a, b}], rounds[[2]string{a, base}], stats.LessIsFaster))
 			}
 		}
 		for _, a := range arms {
@@ -304,6 +357,21 @@ func roundValues(rs []SteadyRound, get func(SteadyRow) float64) []float64 {
 	return xs
 }
 
+// roundsOfMetric are roundValues keyed by round.
+func roundsOfMetric(rs []SteadyRound, get func(SteadyRow) float64) stats.Rounds {
+	out := stats.Rounds{}
+	for _, r := range rs {
+		if v := get(r.SteadyRow); v > 0 && !math.IsNaN(v) {
+			out[r.Round] = v
+		}
+	}
+	return out
+}
+
+// steadyComparisons compares a steady campaign's rounds. Arms of one step
+// share rounds (steady runs each round over every arm in turn), so they
+// pair by round; protocols and budgets run as separate steps and budgets,
+// minutes apart, so their equal round numbers are no pairs: unpaired.
 func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 	if len(c.SteadyRounds) == 0 {
 		return nil
@@ -335,11 +403,11 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 				continue
 			}
 			for _, m := range steadyMetrics {
-				xa, xb := roundValues(groups[ka], m.get), roundValues(groups[k], m.get)
+				xa, xb := roundsOfMetric(groups[ka], m.get), roundsOfMetric(groups[k], m.get)
 				if len(xa) == 0 || len(xb) == 0 {
 					continue
 				}
-				out = append(out, r.compare("arms", c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, xa, xb, m.sense))
+				out = append(out, r.compareRounds("arms", c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, xa, xb, m.sense))
 			}
 		}
 	}
@@ -433,10 +501,10 @@ func (r *Report) comparisonTable(m *mdw, rows []ComparisonRow) {
 			need = fmt.Sprint(c.RunsToDetect)
 		}
 		out = append(out, []string{c.Scope, c.Metric, c.A, c.B, numText(c.MedianA), numText(c.MedianB), ratioText(c),
-			pText(c.PValue), v, fmt.Sprintf("%d+%d", c.NA, c.NB), need})
+			pText(c.PValue), v, c.Test, fmt.Sprintf("%d+%d", c.NA, c.NB), need})
 	}
 	m.table([]string{"scope", "metric", "a", "b", "median a", "median b", fmt.Sprintf("a/b [%.0f%% CI]", 100*r.confidence()),
-		"p", "verdict (a vs b)", "n", fmt.Sprintf("runs to detect %.0f%%", 100*r.minEffect())}, out)
+		"p", "verdict (a vs b)", "test", "n", fmt.Sprintf("runs to detect %.0f%%", 100*r.minEffect())}, out)
 }
 
 // comparisonsSection writes every comparison, grouped by campaign.
@@ -446,11 +514,13 @@ func (r *Report) comparisonsSection(m *mdw) {
 		return
 	}
 	m.p("## Comparisons\n\n")
-	m.p("Each row tests a against b (two-sided Mann–Whitney U test over the counted runs, or over steady rounds) and estimates a/b "+
-		"with its %.0f%% interval (Hodges–Lehmann, inverting the same test). A verdict other than \"%s\" needs p < %.2f; "+
+	m.p("Each row tests a against b and estimates a/b with its %.0f%% interval (Hodges–Lehmann, inverting the same test). "+
+		"Sides that ran in the same rounds of one campaign compare paired (%s: the Wilcoxon signed-rank test on each round's log ratio, "+
+		"which cancels noise that hit the whole round; n counts the pairs); others, and sides with fewer than half their rounds paired, "+
+		"unpaired (%s: the two-sided U test over the counted runs or steady rounds). A verdict other than \"%s\" needs p < %.2f; "+
 		"recommendations act only on those at least %.0f%% in size. \"runs to detect\" estimates the runs per side needed to detect a %.0f%% "+
 		"difference at the spread seen (80%% power).\n\n",
-		100*r.confidence(), stats.NoDifference, 1-r.confidence(), 100*r.minEffect(), 100*r.minEffect())
+		100*r.confidence(), stats.PairedWilcoxon, stats.MannWhitney, stats.NoDifference, 1-r.confidence(), 100*r.minEffect(), 100*r.minEffect())
 	var labels []string
 	by := map[string][]ComparisonRow{}
 	for _, c := range rows {

@@ -59,6 +59,12 @@ func TestComparisons(t *testing.T) {
 	if across.Verdict != string(stats.NoDifference) || across.B != "aa" {
 		t.Errorf("campaign comparison of arm a = %+v, want no difference detected, b = aa", across)
 	}
+	// Arms of one campaign ran in the same runs: paired; two campaigns'
+	// runs are not one campaign's rounds: unpaired.
+	if aa.Test != stats.PairedWilcoxon || ab.Test != stats.PairedWilcoxon || across.Test != stats.MannWhitney {
+		t.Errorf("tests: A/A %q, A/B %q, across campaigns %q; want %s, %s, %s", aa.Test, ab.Test, across.Test,
+			stats.PairedWilcoxon, stats.PairedWilcoxon, stats.MannWhitney)
+	}
 	// Against the baseline a: sleep2ms is to be avoided; b, with the same
 	// readings, is not recommended on but held as no difference.
 	recs, hs := r.recommend()
