@@ -288,6 +288,9 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	if l, ok := inst.(interface{ Stats() map[string]float64 }); ok {
 		s.LauncherStats = l.Stats()
 	}
+	if l, ok := inst.(interface{ Containment() string }); ok {
+		s.Containment = l.Containment()
+	}
 	return s, nil
 }
 

@@ -92,18 +92,40 @@ type Process struct {
 	// Credential, when set, is the uid and gid the child drops to between
 	// fork and exec (nil = ours); AsUser sets it.
 	Credential *syscall.Credential
+
+	// noCgroup makes no cgroup for a server whose budget needs none, as
+	// where none can be made (tests: the subreaper).
+	noCgroup bool
 }
 
 var _ Launcher = Process{}
 
-// Launch starts s as a child process inside s.Budget.
+// Launch starts s as a child process inside s.Budget. Every server runs in
+// a cgroup of its own, its budget's or, for a budget that needs none, one
+// made for it (budget.WithOwnCgroup), so that Stop kills whatever it
+// started, detached or not; where no cgroup can be made, this process is
+// the child subreaper of the servers it starts and Stop kills what it
+// adopted. Containment says which. The cgroup is made before t0, and its
+// creation is not in the cold start.
 func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if s.ID == "" {
 		s.ID = budget.NewID()
 	}
-	pl, err := s.Budget.Place(s.ID)
+	var opts []budget.PlaceOption
+	if !l.noCgroup {
+		opts = append(opts, budget.WithOwnCgroup())
+	}
+	pl, err := s.Budget.Place(s.ID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+	}
+	contain := map[budget.Mode]string{budget.ModeV1: ContainCgroupV1, budget.ModeV2: ContainCgroupV2}[pl.Mode()]
+	if contain == "" {
+		if err := becomeSubreaper(); err != nil {
+			pl.Close()
+			return nil, fmt.Errorf("start %s: %w", s.Arm, err)
+		}
+		contain = ContainSubreaper
 	}
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Dir = s.Dir
@@ -126,12 +148,20 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if s.Log != nil {
 		fmt.Fprintf(s.Log, "+ %s%s\n", envPrefix(s), shellQuote(append([]string{s.Path}, s.Args...)))
 	}
-	p := &proc{arm: s.Arm, cmd: cmd, tail: tail, pl: pl, done: make(chan struct{}), grace: l.Grace}
+	p := &proc{arm: s.Arm, cmd: cmd, tail: tail, pl: pl, contain: contain, done: make(chan struct{}), grace: l.Grace}
 	if p.grace == 0 {
 		p.grace = 2 * time.Second
 	}
+	if contain == ContainSubreaper {
+		// Counted before the fork: no other server's Stop kills what
+		// this one's descendants leave to us while it runs.
+		reaperStarted()
+	}
 	if err := pl.Start(cmd); err != nil {
 		pl.Close()
+		if contain == ContainSubreaper {
+			reaperStopped()
+		}
 		return nil, fmt.Errorf("start %s (%s): %w", s.Arm, s.Path, err)
 	}
 	// t0 is stamped by the placement right before the fork: after the
@@ -164,6 +194,7 @@ type proc struct {
 	cmd     *exec.Cmd
 	tail    *TailBuffer
 	pl      *budget.Placement
+	contain string
 	t0      time.Time
 	started time.Duration
 	grace   time.Duration
@@ -189,8 +220,18 @@ func (p *proc) Err() error {
 
 func (p *proc) Usage() (budget.Usage, error) { return p.pl.Usage() }
 
+// Containment says how the server's descendants are kept from outliving
+// it: ContainCgroupV1, ContainCgroupV2 or ContainSubreaper.
+func (p *proc) Containment() string { return p.contain }
+
 func (p *proc) Stop(ctx context.Context) error {
-	p.once.stop(ctx, p.done, p.grace, func() { p.pl.Close() },
+	release := func() {
+		p.pl.Close() // kills all that is left in the server's cgroup
+		if p.contain == ContainSubreaper {
+			reaperStopped()
+		}
+	}
+	p.once.stop(ctx, p.done, p.grace, release,
 		func() { _ = p.cmd.Process.Signal(syscall.SIGTERM) },
 		// Not gone after the grace period (or we are out of time): kill
 		// the whole process group, then reap.

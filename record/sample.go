@@ -58,8 +58,13 @@ type Sample struct {
 	// LauncherStats are the launcher's own statistics (criu restore:
 	// restore_time_ms, forking_time_ms, pages_restored, ...).
 	LauncherStats map[string]float64 `json:"launcher_stats,omitempty"`
-	Attempts      int                `json:"attempts"`
-	Error         string             `json:"error,omitempty"`
+	// Containment is how the server's descendants were kept from
+	// outliving it, for launchers that say: "cgroup-v1" or "cgroup-v2"
+	// (all in its cgroup killed at stop) or "subreaper" (no cgroup could
+	// be made; orphans adopted by coldstart killed at stop). See launch.
+	Containment string `json:"containment,omitempty"`
+	Attempts    int    `json:"attempts"`
+	Error       string `json:"error,omitempty"`
 	// PageCache counts the arm's file pages before and after they were
 	// evicted for this start (run --page-cache cold; nil = left warm).
 	PageCache *PageCacheEviction `json:"page_cache,omitempty"`
