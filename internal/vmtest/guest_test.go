@@ -51,7 +51,7 @@ func TestCgroupV2Guest(t *testing.T) {
 			withRun := i == 0
 			if withRun {
 				plan.Steps = append(plan.Steps, coldstartSteps...)
-				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl"}
+				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl", "/results-detach/*.jsonl"}
 			}
 			writeInitramfs(t, img, bins, busybox, plan, withRun)
 			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 14 * time.Minute, SilenceTimeout: 4 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
@@ -77,10 +77,23 @@ func TestCgroupV2Guest(t *testing.T) {
 	}
 }
 
+// detachMarker is the length of the sleep the detaching test server
+// leaves behind in the guest: whole seconds, as any sleep takes them.
+const detachMarker = "3604711"
+
 // coldstartSteps run coldstart itself in the guest: a campaign under a
 // quota and a memory limit, then one interrupted while a server runs in
-// its cgroup (guestinit checks after each that no cgroup is left).
+// its cgroup, then one of a server that detaches a child each start,
+// unconstrained and under a quota (guestinit checks after each that no
+// cgroup and no process is left).
 var coldstartSteps = []Step{
+	{
+		Name: "coldstart-detach",
+		Argv: []string{"/bin/coldstart", "run", "--bin", "/bin/testserver", "--arms", "default",
+			"--budget", "max;cores=1", "-n", "5", "--results-dir", "/results-detach", "--timeout", "2m",
+			"--", "-mode", "grpc", "-detach-child", detachMarker},
+		Dir: "/tmp", Timeout: 6 * time.Minute,
+	},
 	{
 		Name: "coldstart-run",
 		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default,static",
@@ -126,6 +139,7 @@ func guestTools(t *testing.T) (string, []Kernel, string) {
 // guestBinaries are the static programs the guest runs, built on the host.
 type guestBinaries struct {
 	init, budgetTest string
+	testserver       string // internal/testservers' multi-mode server
 	coldstart        string
 	arms             string // coldstart build --out-dir: echo-default, echo-static and their records
 }
@@ -137,6 +151,8 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 	b := guestBinaries{init: filepath.Join(dir, "init"), budgetTest: filepath.Join(dir, "budget.test")}
 	goCmd(t, "build", "-o", b.init, "./internal/vmtest/guestinit")
 	goCmd(t, "test", "-c", "-o", b.budgetTest, "./budget")
+	b.testserver = filepath.Join(dir, "testserver")
+	goCmd(t, "build", "-o", b.testserver, "./internal/testservers/testserver")
 	// coldstart as the rest of the suite builds it (cgo on: its compiled
 	// packages are in the build cache already; a CGO_ENABLED=0 build of
 	// its dependencies took 9 minutes here); AddBinary brings libc along.
@@ -217,6 +233,7 @@ func writeInitramfs(t *testing.T, file string, b guestBinaries, busybox string, 
 	}
 	if withColdstart {
 		add(r.AddBinary("/bin/coldstart", b.coldstart))
+		add(r.AddFile("/bin/testserver", b.testserver, 0o755))
 		for _, arm := range []string{"default", "static"} {
 			add(r.AddBinary("/arms/echo-"+arm, filepath.Join(b.arms, "echo-"+arm)))
 			add(r.AddFile("/arms/echo-"+arm+".json", filepath.Join(b.arms, "echo-"+arm+".json"), 0o644))
@@ -265,13 +282,15 @@ func (l *lineLog) Write(p []byte) (int, error) {
 // COLDSTART_VM_RESULTS set, the files are also saved there.
 func checkColdstartResults(t *testing.T, o *Outcome) {
 	t.Helper()
-	var runFile, intFile []byte
+	var runFile, intFile, detachFile []byte
 	for name, data := range o.Files {
 		switch {
 		case strings.HasPrefix(name, "/results/"):
 			runFile = data
 		case strings.HasPrefix(name, "/results-interrupted/"):
 			intFile = data
+		case strings.HasPrefix(name, "/results-detach/"):
+			detachFile = data
 		}
 		if d := os.Getenv("COLDSTART_VM_RESULTS"); d != "" {
 			dst := filepath.Join(d, strings.TrimSuffix(filepath.Base(name), ".jsonl")+"_vm-"+o.Info["kernel"]+".jsonl")
@@ -281,8 +300,8 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 			t.Logf("guest %s saved as %s", name, dst)
 		}
 	}
-	if runFile == nil || intFile == nil {
-		t.Fatalf("guest exported %d files, want both results files", len(o.Files))
+	if runFile == nil || intFile == nil || detachFile == nil {
+		t.Fatalf("guest exported %d files, want the three results files", len(o.Files))
 	}
 	type summary struct {
 		Kind        string  `json:"kind"`
@@ -296,6 +315,7 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 		MemPeak     int64   `json:"cgroup_mem_peak_bytes"`
 		GOMAXPROCS  int     `json:"gomaxprocs_predicted"`
 		Error       string  `json:"error"`
+		Containment string  `json:"containment"`
 		Kernel      string  `json:"kernel"`
 		CgroupMode  string  `json:"cgroup_mode"`
 		Commit      string  `json:"commit"`
@@ -342,6 +362,21 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 				t.Errorf("%s under %s: GOMAXPROCS predicted %d, want %d on 4 vCPUs", arm, b, s.GOMAXPROCS, want)
 			}
 		}
+	}
+	// The detaching server's campaign: every start contained by its
+	// cgroup on v2 (guestinit failed the step if a sleep survived).
+	detached := map[string]int{}
+	for _, s := range records(detachFile) {
+		if s.Kind != "sample" {
+			continue
+		}
+		if s.Error != "" || s.Containment != "cgroup-v2" {
+			t.Errorf("detaching server under %s: error %q, containment %q; want none and cgroup-v2", s.Budget, s.Error, s.Containment)
+		}
+		detached[s.Budget]++
+	}
+	if detached["max"] != 6 || detached["cores=1"] != 6 {
+		t.Errorf("detaching server's samples per budget: %v, want 6 (warm-up and 5 runs) under max and cores=1", detached)
 	}
 	var interrupted int
 	for _, s := range records(intFile) {

@@ -8,7 +8,9 @@
 // what the guest is (kernel, cgroup mode, controllers, CPUs, memory), runs
 // the steps of vmtest.PlanPath with their output on the console, checks
 // after each that no cgroup was left behind, copies the exported files out
-// over the console, and prints the end marker with the exit status. Then
+// over the console, and prints the end marker with the exit status. After
+// each step it also checks that no process of the step outlived it (one
+// that detached from the step's process group, say). Then
 // PID 1 powers the machine off. The console protocol is vmtest.Marker's.
 package main
 
@@ -22,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -253,11 +256,46 @@ wait:
 	if s.InterruptWhenPopulated != "" && poll != nil {
 		fail("never interrupted: no process ever was in %s", s.InterruptWhenPopulated)
 	}
+	left := leftProcesses()
+	fmt.Printf("guestinit: step %s left %d processes\n", s.Name, len(left))
+	if len(left) > 0 {
+		var desc []string
+		for _, pid := range left {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			desc = append(desc, fmt.Sprintf("%d(%s)", pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		fail("processes left behind: %s", strings.Join(desc, " "))
+	}
 	if left := leftCgroups(); len(left) > 0 {
 		fail("cgroups left behind: %s", strings.Join(left, " "))
 		removeCgroups(left)
 	}
 	return ok
+}
+
+// leftProcesses lists the processes other than PID 1, this runner and
+// kernel threads (no command line), waiting up to 2 s for ones that are
+// exiting to be reaped: after a step and its process group are gone, each
+// is one a step left behind.
+func leftProcesses() []int {
+	var out []int
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out = out[:0]
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == 1 || pid == os.Getpid() {
+				continue
+			}
+			if cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && len(cmdline) > 0 {
+				out = append(out, pid)
+			}
+		}
+		if len(out) == 0 || time.Now().After(deadline) {
+			return out
+		}
+	}
 }
 
 // leftCgroups lists every cgroup below the root, deepest first: the guest
