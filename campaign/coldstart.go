@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,8 +24,23 @@ type ColdStart struct {
 	Arms    []Arm
 	Budgets []budget.Budget // nil = one unconstrained budget
 	// Runs is the number of counted cold starts per arm and budget, after
-	// one uncounted warm-up round.
-	Runs      int
+	// one uncounted warm-up round (0 with Precision set: as many as it
+	// takes).
+	Runs int
+	// Precision, above 0, leaves the number of rounds open (Runs must be
+	// 0): counted rounds go on until every arm under every budget has at
+	// least MinAutoRuns of them and its median's interval reaches no
+	// farther than Precision of the median on either side
+	// (max(m−lo, hi−m)/m ≤ Precision, e.g. 0.03), or MaxRuns rounds were
+	// counted. It stops on precision, never on a test's p-value: stopping
+	// when a difference looks significant inflates false positives.
+	Precision float64
+	// MaxRuns caps the counted rounds when Precision is set (at least
+	// MinAutoRuns).
+	MaxRuns int
+	// Stopped, when set, gets why a campaign with Precision stopped
+	// ("stop" records in results files), also when it was interrupted.
+	Stopped   func(Stop) error
 	Transport Transport
 	// Addr is a fixed address for servers that choose their own (zero =
 	// a fresh one per instance).
@@ -40,7 +56,9 @@ type ColdStart struct {
 	PageCache PageCache
 	// Progress gets each probe as it is taken, through progress.For: a
 	// line per probe, or a live bar when it is a progress.Terminal; the
-	// total is (Runs+1) × budgets × arms (nil = quiet). Log gets each
+	// total is (Runs+1) × budgets × arms, with Precision set (MaxRuns+1)
+	// × budgets × arms, the rest skipped when it stops sooner (nil =
+	// quiet). Log gets each
 	// spawned command line (-v).
 	Progress io.Writer
 	Log      io.Writer
@@ -68,15 +86,76 @@ type Noise struct {
 // Summary is one arm under one budget (record.Summary).
 type Summary = results.Summary
 
+// MinAutoRuns is the fewest counted rounds a campaign with Precision runs:
+// the smallest sample whose median has a 95% interval.
+const MinAutoRuns = 6
+
+// Why a campaign with Precision stopped (Stop.Reason).
+const (
+	StopPrecision   = "precision"   // every median's interval was within Precision
+	StopMaxRuns     = "max-runs"    // MaxRuns rounds were counted first
+	StopInterrupted = "interrupted" // the context was cancelled: the rounds finished are kept
+)
+
+// Stop is why a campaign with Precision stopped, and where it stood then.
+type Stop struct {
+	Reason string `json:"reason"`
+	// Rounds is the number of counted rounds finished.
+	Rounds    int     `json:"rounds"`
+	Precision float64 `json:"precision"`
+	MaxRuns   int     `json:"max_runs"`
+	// WidestHalfWidth is the widest median interval's half-width over
+	// every arm and budget, relative to its median (0.03 = ±3%); nil when
+	// one of them had no interval yet. WidestArm and WidestBudget name it.
+	WidestHalfWidth *float64 `json:"widest_half_width"`
+	WidestArm       string   `json:"widest_arm,omitempty"`
+	WidestBudget    string   `json:"widest_budget,omitempty"`
+}
+
+// String says why the campaign stopped, for stderr.
+func (s Stop) String() string {
+	w := "no interval yet"
+	if s.WidestHalfWidth != nil {
+		w = fmt.Sprintf("±%.1f%%", 100**s.WidestHalfWidth)
+	}
+	at := fmt.Sprintf("widest median interval %s (%s under %s)", w, s.WidestArm, s.WidestBudget)
+	switch s.Reason {
+	case StopPrecision:
+		return fmt.Sprintf("stopped after %d rounds: every median within ±%.1f%%; %s", s.Rounds, 100*s.Precision, at)
+	case StopMaxRuns:
+		return fmt.Sprintf("stopped at the cap of %d rounds before every median was within ±%.1f%%; %s", s.MaxRuns, 100*s.Precision, at)
+	}
+	return fmt.Sprintf("interrupted after %d rounds, kept; %s", s.Rounds, at)
+}
+
 // Run measures every arm under every budget: one warm-up round (run 0,
 // recorded but not counted), then Runs rounds with the arms interleaved
-// (A B C A B C ...). record gets every sample as soon as it is taken, so a
-// results file keeps what was measured when the campaign is interrupted.
-// A probe that fails ends the campaign with its error (its sample, with the
-// error, is recorded first).
+// (A B C A B C ...); with Precision, rounds until the medians are known
+// that well (see Precision). record gets every sample as soon as it is
+// taken, so a results file keeps what was measured when the campaign is
+// interrupted. A probe that fails ends the campaign with its error (its
+// sample, with the error, is recorded first); with Precision, an
+// interrupted campaign returns the summaries of the rounds it finished,
+// with the context's error.
 func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([]Summary, error) {
-	if c.Runs <= 0 {
+	auto := c.Precision > 0
+	switch {
+	case auto && c.Runs != 0:
+		return nil, fmt.Errorf("runs: %d with precision %v, want one of them", c.Runs, c.Precision)
+	case auto && !(c.Precision < 1):
+		return nil, fmt.Errorf("precision: %v, want between 0 and 1, exclusive (e.g. 0.03)", c.Precision)
+	case auto && c.MaxRuns < MinAutoRuns:
+		return nil, fmt.Errorf("max runs: %d, want at least %d", c.MaxRuns, MinAutoRuns)
+	case !auto && c.Runs <= 0:
 		return nil, fmt.Errorf("runs: %d, want at least 1", c.Runs)
+	}
+	last := c.Runs
+	if auto {
+		last = c.MaxRuns
+	}
+	conf := c.Confidence
+	if conf == 0 {
+		conf = stats.DefaultConfidence
 	}
 	if len(c.Arms) == 0 {
 		return nil, errors.New("no arms to measure")
@@ -96,13 +175,17 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	defer procfs.Host.PinSelf(all) // leave this process as we found it
 
 	prog := progress.For(c.Progress)
-	prog.Start((c.Runs+1)*len(budgets)*len(c.Arms), "cold starts")
+	prog.Start((last+1)*len(budgets)*len(c.Arms), "cold starts")
 	defer prog.Done() // before the caller prints results or the error
 
 	samples := map[key][]prober.Sample{}
 	failed := map[string]error{}
-	for run := 0; run <= c.Runs; run++ {
+	var stop *Stop
+	for run := 0; run <= last && stop == nil; run++ {
 		snap, nerr := noise.Host.Take()
+		// The round's samples count once it is whole: an interrupted
+		// round is left out of the summaries (its samples are recorded).
+		round := map[key]prober.Sample{}
 		for bi, b := range budgets {
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
@@ -120,22 +203,34 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				if rerr := record(s); rerr != nil {
 					return nil, fmt.Errorf("record sample: %w", rerr)
 				}
-				prog.Step(fmt.Sprintf("run %d/%d  %-8s %-12s %s", run, c.Runs, a.Name, b, progressNote(s, err)))
+				prog.Step(fmt.Sprintf("run %d/%d  %-8s %-12s %s", run, last, a.Name, b, progressNote(s, err)))
 				if err != nil {
+					if auto && ctx.Err() != nil {
+						stop = &Stop{Reason: StopInterrupted, Rounds: max(run-1, 0)}
+						break
+					}
 					if !c.KeepGoing || ctx.Err() != nil {
 						return nil, err
 					}
 					failed[a.Name] = err
 					// Its probes under the budgets after this one in
 					// this round, and in the rounds after, are not taken.
-					prog.Skip((c.Runs-run)*len(budgets) + len(budgets) - 1 - bi)
+					prog.Skip((last-run)*len(budgets) + len(budgets) - 1 - bi)
 					continue
 				}
 				if run > 0 {
-					k := key{a.Name, b.String()}
-					samples[k] = append(samples[k], s)
+					round[key{a.Name, b.String()}] = s
 				}
 			}
+			if stop != nil {
+				break
+			}
+		}
+		if stop != nil {
+			break
+		}
+		for k, s := range round {
+			samples[k] = append(samples[k], s)
 		}
 		if c.Noise != nil && nerr == nil {
 			// Servers are waited for after each probe, so their CPU is
@@ -146,14 +241,30 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				}
 			}
 		}
+		if auto && run > 0 {
+			stop = c.stopAfter(run, last, budgets, samples, failed, conf)
+			if stop != nil {
+				// The probes of the rounds not run.
+				prog.Skip((last - run) * len(budgets) * (len(c.Arms) - len(failed)))
+			}
+		}
+	}
+	var ierr error
+	if stop != nil {
+		if stop.Reason == StopInterrupted {
+			c.widest(stop, budgets, samples, failed, conf)
+			ierr = fmt.Errorf("interrupted after %d rounds: %w", stop.Rounds, ctx.Err())
+		}
+		stop.Precision, stop.MaxRuns = c.Precision, c.MaxRuns
+		if c.Stopped != nil {
+			if err := c.Stopped(*stop); err != nil {
+				return nil, fmt.Errorf("record stop: %w", err)
+			}
+		}
 	}
 	var out []Summary
 	for _, b := range budgets {
 		for _, a := range c.Arms {
-			conf := c.Confidence
-			if conf == 0 {
-				conf = stats.DefaultConfidence
-			}
 			sum := results.SummarizeAt(samples[key{a.Name, b.String()}], conf)
 			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
 			pcpus := c.ProberCPUs
@@ -168,7 +279,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 			out = append(out, sum)
 		}
 	}
-	var errs []error
+	errs := []error{ierr}
 	for _, a := range c.Arms {
 		errs = append(errs, failed[a.Name])
 	}
@@ -176,6 +287,57 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 }
 
 type key struct{ arm, budget string }
+
+// stopAfter says whether a campaign with Precision stops after counted
+// round run: every arm still measured, under every budget, has at least
+// MinAutoRuns counted runs and a median interval within Precision
+// (StopPrecision), or run is the last round (StopMaxRuns); nil to go on.
+func (c ColdStart) stopAfter(run, last int, budgets []budget.Budget, samples map[key][]prober.Sample, failed map[string]error, conf float64) *Stop {
+	s := &Stop{Rounds: run}
+	done := c.widest(s, budgets, samples, failed, conf)
+	switch {
+	case done && run >= MinAutoRuns:
+		s.Reason = StopPrecision
+	case run >= last:
+		s.Reason = StopMaxRuns
+	default:
+		return nil
+	}
+	return s
+}
+
+// widest fills s's widest median interval over the arms still measured
+// and every budget, and reports whether every one is within Precision.
+func (c ColdStart) widest(s *Stop, budgets []budget.Budget, samples map[key][]prober.Sample, failed map[string]error, conf float64) bool {
+	worst, all := -1.0, true
+	s.WidestHalfWidth, s.WidestArm, s.WidestBudget = nil, "", ""
+	for _, b := range budgets {
+		for _, a := range c.Arms {
+			if failed[a.Name] != nil {
+				continue
+			}
+			var xs []float64
+			for _, p := range samples[key{a.Name, b.String()}] {
+				xs = append(xs, p.FirstRPCMs)
+			}
+			m := stats.MedianCI(xs, conf)
+			hw := math.Inf(1)
+			if m.Finite() && m.Value > 0 {
+				hw = math.Max(m.Value-m.Low, m.High-m.Value) / m.Value
+			}
+			if !(hw <= c.Precision) {
+				all = false
+			}
+			if hw > worst {
+				worst, s.WidestArm, s.WidestBudget = hw, a.Name, b.String()
+			}
+		}
+	}
+	if !math.IsInf(worst, 1) && worst >= 0 {
+		s.WidestHalfWidth = &worst
+	}
+	return all
+}
 
 func progressNote(s prober.Sample, err error) string {
 	if err != nil {
