@@ -333,6 +333,9 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 		case kind == "verdict_check":
 			// One small campaign's verdict: the summary carries what the
 			// report shows.
+		case kind == "stop":
+			// Why a --runs auto campaign stopped (campaign.Stop): said
+			// on stderr when it ran; its samples carry the figures.
 		case kind == "hook":
 			// A --setup, --prepare or --cleanup run (internal/hooks):
 			// what a campaign did beside measuring, nothing to report.
