@@ -22,6 +22,11 @@ import (
 type runOptions struct {
 	serverOptions
 	Runs int
+	// AutoRuns (--runs auto): rounds until every median is known within
+	// Precision, at most MaxRuns; Runs is then 0.
+	AutoRuns  bool
+	Precision float64
+	MaxRuns   int
 	// Confidence is the level of each median's interval.
 	Confidence float64
 	Transport  string
@@ -42,7 +47,8 @@ type runOptions struct {
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Cluster: cliopts.NewCluster()}
+	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Cluster: cliopts.NewCluster(),
+		Precision: 0.03, MaxRuns: 60}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
@@ -69,7 +75,9 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	}
 	f := cmd.Flags()
 	o.serverOptions.bind(cmd)
-	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "counted cold starts per arm and budget (after one warm-up round)")
+	f.VarP(&runsValue{&o.Runs, &o.AutoRuns}, "runs", "n", "counted cold starts per arm and budget (after one warm-up round), or auto: rounds until every median's interval is within --precision, at most --max-runs")
+	f.Float64Var(&o.Precision, "precision", o.Precision, "--runs auto: stop once every arm's median interval reaches no farther than this fraction of the median on either side (0.03 = ±3%)")
+	f.IntVar(&o.MaxRuns, "max-runs", o.MaxRuns, "--runs auto: stop after this many counted rounds, however wide the intervals")
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of each median's interval, between 0 and 1")
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
 	f.StringVar(&o.PageCache, "page-cache", o.PageCache, "warm (files as the last start left them) or cold (evict each arm's binary, shared libraries and image root filesystem before every start, with posix_fadvise, and record how many pages were resident)")
@@ -94,11 +102,20 @@ func (o *runOptions) validate() error {
 	if err := o.serverOptions.validate(); err != nil {
 		return err
 	}
-	if o.Runs < 1 {
-		return fmt.Errorf("--runs: %d, want at least 1", o.Runs)
+	if !o.AutoRuns && o.Runs < 1 {
+		return fmt.Errorf("--runs: %d, want at least 1, or auto", o.Runs)
 	}
 	if err := stats.CheckConfidence(o.Confidence); err != nil {
 		return fmt.Errorf("--confidence: %w", err)
+	}
+	if !(o.Precision > 0 && o.Precision < 1) {
+		return fmt.Errorf("--precision: %v, want a fraction of the median between 0 and 1, exclusive (e.g. 0.03)", o.Precision)
+	}
+	if o.MaxRuns < campaign.MinAutoRuns {
+		return fmt.Errorf("--max-runs: %d, want at least %d (the fewest runs whose median has an interval)", o.MaxRuns, campaign.MinAutoRuns)
+	}
+	if o.AutoRuns && o.Knative() {
+		return fmt.Errorf("--runs auto: only with --on local")
 	}
 	if o.Transport != "tcp" && o.Transport != "unix" {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)
@@ -156,6 +173,13 @@ func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout}, ProberCPUs: o.PinProber,
 		Progress: o.Progress(), Log: o.Log(), Confidence: o.Confidence,
 		Noise: func(n campaign.Noise) error { return rf.Add("noise", n) },
+		Stopped: func(s campaign.Stop) error {
+			rf.Notef("%s", s)
+			return rf.Add("stop", s)
+		},
+	}
+	if o.AutoRuns {
+		c.Precision, c.MaxRuns = o.Precision, o.MaxRuns
 	}
 	c.Polls, _ = campaign.ParsePollIntervals(o.Polls)
 	var samples []prober.Sample

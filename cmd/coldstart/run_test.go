@@ -24,7 +24,8 @@ var optsCmp = cmp.Options{
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Cluster: cliopts.NewCluster()}
+		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Cluster: cliopts.NewCluster(),
+			Precision: 0.03, MaxRuns: 60}
 		if mod != nil {
 			mod(&o)
 		}
@@ -94,6 +95,13 @@ func TestRunFlags(t *testing.T) {
 		{name: "unknown page cache", args: []string{"--page-cache", "tepid"}, wantErr: `--page-cache: "tepid", want warm or cold`},
 		{name: "cold page cache on knative", args: []string{"--on", "knative", "--page-cache", "cold"}, wantErr: "--page-cache cold evicts files on this machine"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "runs auto", args: []string{"--runs", "auto"}, want: base(func(o *runOptions) { o.Runs, o.AutoRuns = 0, true })},
+		{name: "runs auto to 1% within 100", args: []string{"-n", "auto", "--precision", "0.01", "--max-runs", "100"},
+			want: base(func(o *runOptions) { o.Runs, o.AutoRuns, o.Precision, o.MaxRuns = 0, true, 0.01, 100 })},
+		{name: "runs neither a number nor auto", args: []string{"--runs", "lots"}, wantErr: `"lots", want a number of runs or auto`},
+		{name: "precision as a percentage", args: []string{"--runs", "auto", "--precision", "3"}, wantErr: "--precision: 3, want a fraction of the median between 0 and 1"},
+		{name: "cap below 6", args: []string{"--runs", "auto", "--max-runs", "5"}, wantErr: "--max-runs: 5, want at least 6"},
+		{name: "runs auto on knative", args: []string{"--on", "knative", "--runs", "auto"}, wantErr: "--runs auto: only with --on local"},
 		{name: "confidence as a percentage", args: []string{"--confidence", "95"}, wantErr: "--confidence: 95: confidence level must be between 0 and 1"},
 		{name: "confidence 99%", args: []string{"--confidence", "0.99"}, want: base(func(o *runOptions) { o.Confidence = 0.99 })},
 		{name: "bad transport", args: []string{"--transport", "udp"}, wantErr: `--transport: "udp", want tcp or unix`},
