@@ -17,8 +17,15 @@
 // every sample, one "verdict_check" row per campaign (the comparison, and
 // what else the machine did meanwhile), and one "verdict_summary" row.
 //
+// -reanalyze measures nothing: it reads results files (these, or
+// coldstart run's) and judges each campaign's samples again, unpaired
+// (Mann–Whitney) and paired by run (Wilcoxon signed-rank on per-round
+// ratios), and prints how often each found a difference and the smallest
+// effect 20 runs per arm would detect by each.
+//
 //	go run ./bench/verdictcheck                       # 20 campaigns × 10 runs per arm, all experiments
 //	go run ./bench/verdictcheck -campaigns 5 -runs 6 -experiments aa
+//	go run ./bench/verdictcheck -reanalyze results/*_verdict-aa.jsonl
 package main
 
 import (
@@ -57,9 +64,24 @@ func main() {
 	conf := flag.Float64("confidence", stats.DefaultConfidence, "confidence level of intervals (tests at 1 − this)")
 	results := flag.String("results-dir", "results", "where to write the results files")
 	exps := flag.String("experiments", "aa,upx,sleep", "which experiments: aa, upx, sleep")
+	again := flag.Bool("reanalyze", false, "measure nothing: judge the samples of the results files named as arguments again, unpaired and paired")
 	flag.Parse()
 	if err := stats.CheckConfidence(*conf); err != nil {
 		fail(fmt.Errorf("-confidence: %w", err))
+	}
+	if *again {
+		var rs []reanalysis
+		for _, f := range flag.Args() {
+			r, err := reanalyze(f, *conf)
+			if err != nil {
+				fail(err)
+			}
+			rs = append(rs, r...)
+		}
+		if err := writeReanalysis(os.Stdout, rs); err != nil {
+			fail(err)
+		}
+		return
 	}
 	if *n < 1 || *runs < 1 {
 		fail(fmt.Errorf("-campaigns and -runs: want at least 1"))
