@@ -113,16 +113,18 @@ func dominantStep(phases map[string]float64) string {
 	return fmt.Sprintf("%s → %s (%s)", from, to, ms(d))
 }
 
-// longestStep is the longest step between consecutive phase medians up to
-// first_rpc: its two phases and its length ("" when there are none).
-func longestStep(phases map[string]float64) (from, to string, d float64) {
-	type ph struct {
-		name string
-		ms   float64
-	}
-	var ps []ph
+// phaseAt is one phase's median, ms from t0.
+type phaseAt struct {
+	name string
+	ms   float64
+}
+
+// inOrder lists phase medians in the order they happened (by time, then
+// by name), the order every step between them is read in.
+func inOrder(phases map[string]float64) []phaseAt {
+	ps := make([]phaseAt, 0, len(phases))
 	for n, v := range phases {
-		ps = append(ps, ph{n, v})
+		ps = append(ps, phaseAt{n, v})
 	}
 	sort.Slice(ps, func(i, j int) bool {
 		if ps[i].ms != ps[j].ms {
@@ -130,9 +132,15 @@ func longestStep(phases map[string]float64) (from, to string, d float64) {
 		}
 		return ps[i].name < ps[j].name
 	})
+	return ps
+}
+
+// longestStep is the longest step between consecutive phase medians up to
+// first_rpc: its two phases and its length ("" when there are none).
+func longestStep(phases map[string]float64) (from, to string, d float64) {
 	from = "t0"
-	prev := ph{"t0", 0}
-	for _, p := range ps {
+	prev := phaseAt{"t0", 0}
+	for _, p := range inOrder(phases) {
 		if prev.name == "first_rpc" { // what follows is not the cold start's
 			break
 		}

@@ -112,23 +112,9 @@ func panelsByScale(bars []wfBar) []wfPanel {
 // the order of their medians, from start (its name: "t0", "spawn") up to
 // first_rpc; empty steps are left out.
 func phaseBar(label, start string, phases map[string]float64) wfBar {
-	type ph struct {
-		name string
-		ms   float64
-	}
-	var ps []ph
-	for n, v := range phases {
-		ps = append(ps, ph{n, v})
-	}
-	sort.Slice(ps, func(i, j int) bool {
-		if ps[i].ms != ps[j].ms {
-			return ps[i].ms < ps[j].ms
-		}
-		return ps[i].name < ps[j].name
-	})
 	b := wfBar{label: label}
-	prev := ph{start, 0}
-	for _, p := range ps {
+	prev := phaseAt{start, 0}
+	for _, p := range inOrder(phases) {
 		if prev.name == "first_rpc" {
 			break
 		}
