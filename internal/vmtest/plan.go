@@ -77,6 +77,10 @@ type Outcome struct {
 	// never said "end" (the guest crashed, hung or was killed).
 	Status int
 	Ended  bool
+	// KernelPanic is the guest kernel's "Kernel panic - not syncing" line
+	// when it printed one ("" otherwise): the guest died under the code it
+	// ran, not by that code's own failure.
+	KernelPanic string
 	// Console is everything the guest printed, carriage returns removed.
 	Console []byte
 }
@@ -107,6 +111,10 @@ func (o *Outcome) Tail(n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// kernelPanic starts the line a Linux kernel prints as it gives up
+// (kernel/panic.c).
+const kernelPanic = "Kernel panic - not syncing"
 
 // parser reads console lines as they arrive into an Outcome.
 type parser struct {
@@ -139,6 +147,9 @@ func (p *parser) step(name string) *StepResult {
 func (p *parser) line(l string) {
 	l = strings.TrimRight(l, "\r")
 	p.o.Console = append(append(p.o.Console, l...), '\n')
+	if j := strings.Index(l, kernelPanic); j >= 0 && p.o.KernelPanic == "" {
+		p.o.KernelPanic = strings.TrimSpace(l[j:])
+	}
 	i := strings.Index(l, Marker)
 	if i < 0 {
 		if p.file != nil {

@@ -118,6 +118,9 @@ func (m Machine) Run(ctx context.Context, initramfs string) (*Outcome, error) {
 	o := &p.o
 	const tailLines = 40
 	switch {
+	case o.KernelPanic != "":
+		return o, fmt.Errorf("guest %s: %w after %.1fs: %s; console tail:\n%s",
+			m.Kernel, ErrKernelPanic, time.Since(start).Seconds(), o.KernelPanic, o.Tail(tailLines))
 	case errors.Is(context.Cause(ctx), errSilent):
 		return o, fmt.Errorf("guest %s printed nothing for %v: killed as hung; console tail:\n%s", m.Kernel, m.SilenceTimeout, o.Tail(tailLines))
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -135,6 +138,13 @@ func (m Machine) Run(ctx context.Context, initramfs string) (*Outcome, error) {
 }
 
 var errSilent = errors.New("guest console silent")
+
+// ErrKernelPanic: the guest kernel panicked, which the guest's programs
+// cannot cause by failing: it is a kernel bug or the emulator. The one
+// seen in CI under multi-threaded TCG faulted inside the 5-byte NOP of a
+// static branch in __alloc_pages, as a memory cgroup OOM-killed: code
+// patched under a running vCPU. A caller may boot once more.
+var ErrKernelPanic = errors.New("guest kernel panicked")
 
 // tail keeps the last 4 KiB written to it.
 type tail struct {

@@ -234,3 +234,31 @@ func TestGuestHangKilled(t *testing.T) {
 		t.Errorf("outcome %+v: want one without an end marker", o)
 	}
 }
+
+// TestGuestKernelPanic crashes the guest kernel on purpose (sysrq c): Run
+// reports ErrKernelPanic with the panic line, which is what lets the guest
+// test tell the emulator failing from the budget tests failing.
+func TestGuestKernelPanic(t *testing.T) {
+	t.Parallel() // mostly idle, like TestGuestHangKilled
+	_, kernels, busybox := guestTools(t)
+	dir := t.TempDir()
+	initBin := filepath.Join(dir, "init")
+	goCmd(t, "build", "-o", initBin, "./internal/vmtest/guestinit")
+	r := NewInitramfs()
+	_ = r.AddFile("/init", initBin, 0o755)
+	_ = r.AddFile("/bin/busybox", busybox, 0o755)
+	_ = r.AddSymlink("/bin/sh", "busybox")
+	_ = r.AddData(PlanPath, []byte(`{"steps":[{"name":"crash","argv":["/bin/sh","-c","echo 1 >/proc/sys/kernel/sysrq; echo c >/proc/sysrq-trigger"],"timeout_ns":600000000000}]}`), 0o644)
+	img := filepath.Join(dir, "crash.cpio")
+	if err := r.WriteFile(img); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Machine{Kernel: kernels[0].Path, CPUs: 1, MemoryMiB: 256, Timeout: 10 * time.Minute, SilenceTimeout: time.Minute}.Run(context.Background(), img)
+	t.Logf("Run: %v", err)
+	if !errors.Is(err, ErrKernelPanic) || !strings.Contains(err.Error(), "sysrq") {
+		t.Errorf("Run of a guest whose kernel crashed = %v, want ErrKernelPanic naming the sysrq crash", err)
+	}
+	if o == nil || o.Ended || !strings.HasPrefix(o.KernelPanic, "Kernel panic - not syncing") {
+		t.Errorf("outcome %+v: want no end marker and the panic line", o)
+	}
+}
