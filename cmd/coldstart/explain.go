@@ -28,6 +28,7 @@ type explainOptions struct {
 	Transport string
 	Timeout   time.Duration
 	Top       int
+	Wide      bool
 }
 
 func newExplainCmd(run func(context.Context, *explainOptions, io.Writer) error) *cobra.Command {
@@ -69,6 +70,7 @@ attribute and why, and keeps the rest. Raw traces go to results/<YYYYMMDD-HHMMSS
 	f.StringVar(&o.Transport, "transport", o.Transport, "where servers listen: tcp (a free loopback port) or unix (a socket)")
 	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one start after this long")
 	f.IntVar(&o.Top, "top", o.Top, "packages (and modules) listed per arm")
+	f.BoolVar(&o.Wide, "wide", false, "print every column of every table (intervals per package, bytes, allocations, every comparison), as -o csv has them")
 	return cmd
 }
 
@@ -136,7 +138,11 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 			return nil // interrupted: what was traced is in the results file
 		}
 		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Baseline: o.Baseline, Modules: mods})
-		if err := writeExplain(w, o.Output, r); err != nil {
+		write := writeExplain
+		if o.Output == render.Table && !o.Wide {
+			write = func(w io.Writer, _ render.Format, r record.ExplainReport) error { return writeExplainText(w, r) }
+		}
+		if err := write(w, o.Output, r); err != nil {
 			return err
 		}
 		for _, n := range r.Notes {
@@ -147,10 +153,11 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 	return rf.End(w, show, cerr, built)
 }
 
-// writeExplain prints the report: JSON as one object, the other formats
-// as titled tables (phases, packages, modules, comparisons) and the notes.
-// At a terminal each phase row's first RPC against the baseline's is one
-// "first_rpc vs BASE" column.
+// writeExplain prints the report with every field: JSON as one object,
+// the other formats (--wide for a table) as titled tables (phases,
+// packages, modules, comparisons) and the notes. In a table each phase
+// row's first RPC against the baseline's is one "first_rpc vs BASE"
+// column.
 func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 	if f == render.JSON {
 		if r.Notes == nil {

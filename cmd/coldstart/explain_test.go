@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -135,5 +136,67 @@ func TestWriteExplainVsBaseline(t *testing.T) {
 		if !strings.Contains(js.String(), k) {
 			t.Errorf("JSON lacks %s:\n%s", k, js.String())
 		}
+	}
+}
+
+// TestWriteExplainText: the terminal report fits textWidth with package
+// paths of ordinary length, puts arms side by side per package and module
+// (the baseline's ranking first, "–" where an arm did not rank it), and
+// lists only the comparisons that resolved a difference, counting the
+// rest.
+func TestWriteExplainText(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	r := record.ExplainReport{
+		Phases: []record.ExplainPhaseRow{
+			{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3.5), InitsMs: v(8.5), MainUntilListenMs: v(1.4), ListenToFirstRPCMs: 1.8, FirstRPCMs: 16.7,
+				VsBaseline: record.VsBaseline{Baseline: "default", Verdict: record.VerdictBaseline}},
+			{Arm: "static", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(1.5), InitsMs: v(6.1), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 1.8, FirstRPCMs: 13.6,
+				VsBaseline: record.VsBaseline{Baseline: "default", Ratio: v(0.752), CILow: v(0.407), CIHigh: v(1.43), P: v(0.31), Verdict: "no difference detected"}},
+		},
+		Packages: []record.ExplainPackageRow{
+			{Arm: "default", Budget: "max", Rank: 1, Package: "google.golang.org/protobuf/reflect/protodesc", MedianMs: 0.42, SharePct: 13.1},
+			{Arm: "default", Budget: "max", Rank: 2, Package: "runtime", MedianMs: 0.165, SharePct: 5.2},
+			{Arm: "static", Budget: "max", Rank: 1, Package: "google.golang.org/protobuf/reflect/protodesc", MedianMs: 0.395, SharePct: 12.3},
+			{Arm: "static", Budget: "max", Rank: 2, Package: "golang.org/x/net/trace", MedianMs: 0.061, SharePct: 1.9},
+		},
+		Modules: []record.ExplainModuleRow{
+			{Arm: "default", Budget: "max", Module: "std", Version: "", MedianMs: 1.23, SharePct: 38.3},
+			{Arm: "static", Budget: "max", Module: "std", MedianMs: 1.12, SharePct: 34.9},
+		},
+		Compare: []record.ExplainCompareRow{
+			{Budget: "max", What: "exec_to_runtime", Base: "default", Arm: "static", BaseMs: 3.53, ArmMs: 1.47, DiffMs: -1.93, DiffLoMs: v(-47.8), DiffHiMs: v(-0.851), P: 0.009, N: "6+6", Verdict: "static faster"},
+			{Budget: "max", What: "init google.golang.org/protobuf/reflect/protodesc", Base: "default", Arm: "static", DiffMs: 0, P: 0.96, N: "6+6", Verdict: "no difference detected"},
+			{Budget: "max", What: "inits", Base: "default", Arm: "static", DiffMs: -1.91, P: 0.39, N: "6+6", Verdict: "no difference detected"},
+		},
+		Notes: []string{"upx arm: modules from its unpacked twin"},
+	}
+	var b bytes.Buffer
+	if err := writeExplainText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > textWidth {
+			t.Errorf("line of %d columns (> %d): %q", n, textWidth, l)
+		}
+	}
+	for _, re := range []string{
+		`(?m)^6 runs per arm, 6 with an init trace; budget max; baseline default; medians in ms from t0`,
+		`(?m)^arm +exec→runtime +inits +main→listen +listen→RPC +first RPC +first RPC vs default$`,
+		`(?m)^static +1\.50 +6\.10 +1\.50 +1\.80 +13\.6 +0\.752× \[0\.407, 1\.43\] ~$`,
+		`(?m)^package +default +static +%$`,
+		// The baseline's ranking first, then what only static ranked.
+		`(?m)^google.golang.org/protobuf/reflect/protodesc +0\.420 +0\.395 +13\nruntime +0\.165 +– +5\ngolang.org/x/net/trace +– +0\.061 +–$`,
+		`(?m)^std +1\.23 +1\.12 +38$`,
+		`(?m)^static +exec_to_runtime +-1\.93 \[-47\.8, -0\.851\] +0\.009 +faster$`,
+		`(?m)^2 of 3: no difference detected \(--wide lists them\)$`,
+		`(?m)^note: upx arm: modules from its unpacked twin$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", re, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^static +(inits|init google)`).MatchString(out) {
+		t.Errorf("an unresolved comparison is listed:\n%s", out)
 	}
 }
