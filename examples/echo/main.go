@@ -6,7 +6,10 @@
 // activation (systemd's LISTEN_FDS/LISTEN_PID convention, as coldstart's
 // prebound arm hands it over; it then ignores --addr, --unix and $PORT),
 // else --addr, --unix, or ":$PORT" (Knative's convention). The debug listener is off unless --debug-addr or
-// $COLDSTART_DEBUG_ADDR names it.
+// $COLDSTART_DEBUG_ADDR names it. grpc-go's server settings a service
+// owner reaches for are flags of the same names (--num-stream-workers,
+// --max-concurrent-streams, the window and buffer sizes, keepalive), so a
+// campaign can vary them.
 package main
 
 import (
@@ -34,6 +37,7 @@ func main() {
 	flag.StringVar(&o.DebugAddr, "debug-addr", os.Getenv(rtmetrics.EnvAddr), "pprof and runtime metrics address (\"\" = off; default $"+rtmetrics.EnvAddr+")")
 	flag.DurationVar(&o.NotReadyFor, "not-ready-for", 0, "report NOT_SERVING for this long after start (0 = ready at once)")
 	startDelay := flag.Duration("start-delay", 0, "sleep this long before serving (0 = none): a known slow start, for tests")
+	o.Levers.Bind(flag.CommandLine)
 	flag.Parse()
 	time.Sleep(*startDelay)
 	if o.Addr == "" && o.Unix == "" {

@@ -45,6 +45,9 @@ type Options struct {
 	// NotReadyFor keeps the health service at NOT_SERVING this long after
 	// start; 0 = serving at once.
 	NotReadyFor time.Duration
+	// Levers are the grpc-go server settings (the zero Levers leaves every
+	// one at grpc-go's default).
+	Levers Levers
 }
 
 // Service implements echopb.EchoServer.
@@ -109,7 +112,10 @@ func Serve(ctx context.Context, o Options) error {
 			return fmt.Errorf("listen %s %s: %w", network, address, err)
 		}
 	}
-	srv := grpc.NewServer()
+	if err := o.Levers.Check(); err != nil {
+		return err
+	}
+	srv := grpc.NewServer(o.Levers.ServerOptions()...)
 	echopb.RegisterEchoServer(srv, Service{})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
