@@ -172,35 +172,17 @@ func (r *Report) withBaselineFirst(arms []string) []string {
 	return out
 }
 
-// startupCPUSamples are a campaign's counted startup CPU readings by arm
-// and budget (failed readings left out).
-func startupCPUSamples(c *Campaign) map[[2]string][]float64 {
-	out := map[[2]string][]float64{}
-	for _, s := range c.Samples {
-		if s.Warmup || s.Error != "" || s.StartupCPUMs == nil || *s.StartupCPUMs <= 0 {
-			continue
-		}
-		k := [2]string{s.Arm, s.Budget}
-		out[k] = append(out[k], *s.StartupCPUMs)
-	}
-	return out
-}
-
 // coldRounds are a campaign's counted first-RPC times by arm and budget,
 // keyed by run: the arms (and budgets) of a campaign run interleaved, one
 // start each per round.
 func coldRounds(c *Campaign) map[[2]string]stats.Rounds {
-	return roundsOf(c, func(s Sample) (float64, bool) { return s.FirstRPCMs, s.FirstRPCMs > 0 })
+	return roundsOf(c, coldMetrics["first_rpc_ms"].get)
 }
 
-// startupCPURounds are startupCPUSamples keyed by run.
+// startupCPURounds are a campaign's counted startup CPU readings by arm
+// and budget, keyed by run.
 func startupCPURounds(c *Campaign) map[[2]string]stats.Rounds {
-	return roundsOf(c, func(s Sample) (float64, bool) {
-		if s.StartupCPUMs == nil {
-			return 0, false
-		}
-		return *s.StartupCPUMs, *s.StartupCPUMs > 0
-	})
+	return roundsOf(c, coldMetrics["startup_cpu_ms"].get)
 }
 
 func roundsOf(c *Campaign, get func(Sample) (float64, bool)) map[[2]string]stats.Rounds {
@@ -232,17 +214,65 @@ func coldSamples(c *Campaign) map[[2]string][]float64 {
 	return out
 }
 
+// coldMetrics are the cold-start figures compared arm against arm, with
+// the readings each counts (failed ones left out) and their sense.
+var coldMetrics = map[string]struct {
+	get   func(Sample) (float64, bool)
+	sense stats.Sense
+}{
+	"first_rpc_ms": {func(s Sample) (float64, bool) { return s.FirstRPCMs, s.FirstRPCMs > 0 }, stats.LessIsFaster},
+	"startup_cpu_ms": {func(s Sample) (float64, bool) {
+		if s.StartupCPUMs == nil {
+			return 0, false
+		}
+		return *s.StartupCPUMs, *s.StartupCPUMs > 0
+	}, stats.Neutral},
+}
+
+// coldRow compares arm a with arm b of cold-start campaign c under budget
+// on metric ("first_rpc_ms" or "startup_cpu_ms"), paired by run: a
+// campaign's arms start interleaved, one each per round, so noise that
+// hit a round cancels (compareRounds, unpaired where too few runs pair).
+// It is the one comparison of two arms of a campaign that the comparisons
+// table, the Decision and the recommendations all read, so that no verdict
+// contradicts the row beside it.
+func (r *Report) coldRow(c *Campaign, budget, metric, a, b string) ComparisonRow {
+	m := coldMetrics[metric]
+	rounds := roundsOf(c, m.get)
+	return r.compareRounds("arms", c.Label, "budget="+budget, metric, a, b, rounds[[2]string{a, budget}], rounds[[2]string{b, budget}], m.sense)
+}
+
+// densityRow compares the idle PSS of arm a's instances with arm b's in
+// density campaign c under budget. An arm's instances run together, one
+// arm after another, so equal instance numbers of two arms pair nothing:
+// unpaired. Like coldRow, it is the one comparison the table, the
+// Decision and the recommendations read.
+func (r *Report) densityRow(c *Campaign, budget, a, b string) ComparisonRow {
+	var xa, xb []float64
+	for _, s := range c.DensitySamples {
+		if s.Budget != budget || s.PSSBytes <= 0 {
+			continue
+		}
+		switch s.Arm {
+		case a:
+			xa = append(xa, float64(s.PSSBytes))
+		case b:
+			xb = append(xb, float64(s.PSSBytes))
+		}
+	}
+	return r.compare("arms", c.Label, "budget="+budget, "idle_pss_bytes", a, b, xa, xb, stats.Neutral)
+}
+
 // Comparisons lists every comparison the report makes: within each
 // cold-start campaign every arm against the baseline (BaselineOf) under
-// each budget, on first RPC and on startup CPU, and
-// every budget against the first for each arm, paired by run
-// (compareRounds); within each density
-// campaign every arm's idle PSS against the first arm's; within each
-// steady campaign with rounds, every arm against the first on calls/s, p50
-// and server CPU per call (paired by round), and each HTTP protocol
-// against gRPC; and across campaigns, each later campaign's arm and budget
-// against the first one holding it (unpaired: their runs are not rounds of
-// one campaign).
+// each budget, on first RPC and on startup CPU (coldRow), and every budget
+// against the first for each arm, paired by run (compareRounds); within
+// each density campaign every arm's idle PSS against the first arm's
+// (densityRow); within each steady campaign with rounds, every arm against
+// the first on calls/s, p50 and server CPU per call, and each HTTP
+// protocol and budget against gRPC and the first (steadyRow); and across
+// campaigns, each later campaign's arm and budget against the first one
+// holding it (unpaired: their runs are not rounds of one campaign).
 func (r *Report) Comparisons() []ComparisonRow {
 	var out []ComparisonRow
 	type first struct {
@@ -269,9 +299,9 @@ func (r *Report) Comparisons() []ComparisonRow {
 					base = a
 					continue
 				}
-				out = append(out, r.compareRounds("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, rounds[[2]string{a, b}], rounds[[2]string{base, b}], stats.LessIsFaster))
-				if ca, cb := cpu[[2]string{a, b}], cpu[[2]string{base, b}]; len(ca) > 0 && len(cb) > 0 {
-					out = append(out, r.compareRounds("arms", c.Label, "budget="+b, "startup_cpu_ms", a, base, ca, cb, stats.Neutral))
+				out = append(out, r.coldRow(c, b, "first_rpc_ms", a, base))
+				if len(cpu[[2]string{a, b}]) > 0 && len(cpu[[2]string{base, b}]) > 0 {
+					out = append(out, r.coldRow(c, b, "startup_cpu_ms", a, base))
 				}
 			}
 		}
@@ -306,25 +336,23 @@ func (r *Report) Comparisons() []ComparisonRow {
 		}
 	}
 	for _, c := range r.Campaigns {
-		pss := map[[2]string][]float64{}
+		has := map[[2]string]bool{}
 		for _, s := range c.DensitySamples {
 			if s.PSSBytes > 0 {
-				k := [2]string{s.Arm, s.Budget}
-				pss[k] = append(pss[k], float64(s.PSSBytes))
+				has[[2]string{s.Arm, s.Budget}] = true
 			}
 		}
 		for _, b := range budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Budget }) {
 			base := ""
 			for _, a := range r.withBaselineFirst(budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Arm })) {
-				xs := pss[[2]string{a, b}]
-				if len(xs) == 0 {
+				if !has[[2]string{a, b}] {
 					continue
 				}
 				if base == "" {
 					base = a
 					continue
 				}
-				out = append(out, r.compare("arms", c.Label, "budget="+b, "idle_pss_bytes", a, base, xs, pss[[2]string{base, b}], stats.Neutral))
+				out = append(out, r.densityRow(c, b, a, base))
 			}
 		}
 	}
@@ -368,10 +396,40 @@ func roundsOfMetric(rs []SteadyRound, get func(SteadyRow) float64) stats.Rounds 
 	return out
 }
 
-// steadyComparisons compares a steady campaign's rounds. Arms of one step
-// share rounds (steady runs each round over every arm in turn), so they
-// pair by round; protocols and budgets run as separate steps and budgets,
-// minutes apart, so their equal round numbers are no pairs: unpaired.
+// steadyRow compares steady rounds xa (named a) with xb (named b) on
+// metric. Two arms of one step (same budget, protocol and shape) ran each
+// round in turn, so they pair by round (compareRounds); protocols, steps
+// and budgets run separately, minutes apart, so their equal round numbers
+// are no pairs: unpaired. It is the one steady comparison that the table
+// and the recommendations read.
+func (r *Report) steadyRow(kind, campaign, scope, metric, a, b string, xa, xb []SteadyRound) ComparisonRow {
+	for _, m := range steadyMetrics {
+		if m.name != metric {
+			continue
+		}
+		if oneStep(xa, xb) {
+			return r.compareRounds(kind, campaign, scope, metric, a, b, roundsOfMetric(xa, m.get), roundsOfMetric(xb, m.get), m.sense)
+		}
+		return r.compare(kind, campaign, scope, metric, a, b, roundValues(xa, m.get), roundValues(xb, m.get), m.sense)
+	}
+	panic("report: no steady metric " + metric)
+}
+
+// oneStep: every round of xa and xb is of one budget, protocol and shape
+// (their arms may differ).
+func oneStep(xa, xb []SteadyRound) bool {
+	all := append(xa[:len(xa):len(xa)], xb...)
+	for _, s := range all {
+		if x := all[0]; s.Budget != x.Budget || s.Protocol != x.Protocol || shapeOf(s.SteadyRow) != shapeOf(x.SteadyRow) {
+			return false
+		}
+	}
+	return true
+}
+
+// steadyComparisons compares a steady campaign's rounds (steadyRow): arms
+// against the baseline, per budget, protocol and step; each other protocol
+// against gRPC; each budget against the first.
 func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 	if len(c.SteadyRounds) == 0 {
 		return nil
@@ -403,11 +461,10 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 				continue
 			}
 			for _, m := range steadyMetrics {
-				xa, xb := roundsOfMetric(groups[ka], m.get), roundsOfMetric(groups[k], m.get)
-				if len(xa) == 0 || len(xb) == 0 {
+				if len(roundValues(groups[ka], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 					continue
 				}
-				out = append(out, r.compareRounds("arms", c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, xa, xb, m.sense))
+				out = append(out, r.steadyRow("arms", c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, groups[ka], groups[k]))
 			}
 		}
 	}
@@ -422,11 +479,10 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 				continue
 			}
 			for _, m := range steadyMetrics {
-				xa, xb := roundValues(groups[h], m.get), roundValues(groups[k], m.get)
-				if len(xa) == 0 || len(xb) == 0 {
+				if len(roundValues(groups[h], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 					continue
 				}
-				out = append(out, r.compare("protocols", c.Label, fmt.Sprintf("arm=%s budget=%s %s", k.arm, k.budget, k.sh), m.name, h.proto, "grpc", xa, xb, m.sense))
+				out = append(out, r.steadyRow("protocols", c.Label, fmt.Sprintf("arm=%s budget=%s %s", k.arm, k.budget, k.sh), m.name, h.proto, "grpc", groups[h], groups[k]))
 			}
 		}
 	}
@@ -443,11 +499,10 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 				continue
 			}
 			for _, m := range steadyMetrics[:1] {
-				xa, xb := roundValues(groups[kb], m.get), roundValues(groups[k], m.get)
-				if len(xa) == 0 || len(xb) == 0 {
+				if len(roundValues(groups[kb], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 					continue
 				}
-				out = append(out, r.compare("budgets", c.Label, fmt.Sprintf("arm=%s %s %s", k.arm, k.proto, k.sh), m.name, b, k.budget, xa, xb, m.sense))
+				out = append(out, r.steadyRow("budgets", c.Label, fmt.Sprintf("arm=%s %s %s", k.arm, k.proto, k.sh), m.name, b, k.budget, groups[kb], groups[k]))
 			}
 		}
 	}

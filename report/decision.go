@@ -16,9 +16,10 @@ type Decision struct {
 	Budget   string
 	Baseline string
 	// Ship is the arm to ship: the arm that starts fastest against the
-	// baseline by a significant difference of at least the report's
-	// MinEffect; else one that starts alike with it and idles in
-	// measurably less memory; else the baseline itself.
+	// baseline on a comparison the recommendations act on (judge: runs
+	// enough for an interval, a significant difference of at least the
+	// report's MinEffect); else one that starts alike with it and idles
+	// in measurably less memory; else the baseline itself.
 	Ship string
 	// Why says which of those rules chose Ship.
 	Why string
@@ -84,8 +85,9 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 		if row.Kind != "arms" || row.Campaign != c.Label || row.Scope != "budget="+budget || row.Metric != "first_rpc_ms" || row.B != base {
 			continue
 		}
+		why, _ := r.judge(row)
 		switch {
-		case row.Actionable && row.Verdict == string(stats.Faster) && r.intervalOK(row):
+		case why == "" && row.Verdict == string(stats.Faster):
 			faster = append(faster, row)
 		case row.Actionable && row.Verdict == string(stats.Slower):
 			d.Avoid = append(d.Avoid, row)
@@ -134,12 +136,6 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 		d.ShipPSS = sd.PSSBytes
 	}
 	return d, true
-}
-
-// intervalOK: both sides have the runs a finite interval needs.
-func (r *Report) intervalOK(row ComparisonRow) bool {
-	n := stats.MinRunsForInterval(r.confidence())
-	return row.NA >= n && row.NB >= n && row.RatioCILow != nil && row.RatioCIHigh != nil
 }
 
 // lessPSS: a density comparison of the same binaries says arm a idles in
@@ -288,8 +284,9 @@ func (r *Report) platformLine(d Decision) string {
 		} else {
 			b.WriteString(", ")
 		}
-		diff := stats.Compare(samples[[2]string{a.A, d.Budget}], base, r.confidence())
-		fmt.Fprintf(&b, "%s: %s slower (%s ms)", a.A, ratioText(a), signedMs(diff.Diff))
+		// The shift in ms is the row's own estimate, from the test behind
+		// its ratio and verdict.
+		fmt.Fprintf(&b, "%s: %s slower (%s ms)", a.A, ratioText(a), signedMs(a.cmp.Diff))
 	}
 	b.WriteString(".")
 	if from, to, ms := longestStep(d.BaseSum.PhasesMs); to != "" {

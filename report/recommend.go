@@ -283,7 +283,9 @@ func (r *Report) recommendationsBody(m *mdw) {
 // and load (steadyRecs), and image pulls (pullRecs). Each rests only on
 // comparisons with enough runs for an interval, a significant difference
 // and at least the minimum effect; nothing is said that the data does not
-// show.
+// show. The comparisons are made as the comparisons table makes them
+// (coldRow, densityRow, steadyRow), paired by round where the rounds pair,
+// so a recommendation never contradicts the row it rests on.
 func (r *Report) Recommendations() []Recommendation {
 	recs, _ := r.recommend()
 	return recs
@@ -375,9 +377,8 @@ func (r *Report) startPick(c *Campaign, b string) (StartPick, bool) {
 	}
 	p := StartPick{Campaign: c, Budget: b, Baseline: r.BaselineOf(arms), summaries: by}
 	p.Arm, p.Settled = p.Baseline, true
-	samples := coldSamples(c)
 	cmp := func(a, base string) ComparisonRow {
-		cr := r.compare("arms", c.Label, "budget="+b, "first_rpc_ms", a, base, samples[[2]string{a, b}], samples[[2]string{base, b}], stats.LessIsFaster)
+		cr := r.coldRow(c, b, "first_rpc_ms", a, base)
 		if cr.NA == 0 || cr.NB == 0 { // no samples: the summaries' medians, untested
 			ma, mb := by[a].MedianMs, by[base].MedianMs
 			cr.MedianA, cr.MedianB, cr.PValue = &ma, &mb, 0
@@ -532,9 +533,7 @@ func (r *Report) shipRec(p StartPick) Recommendation {
 	if len(others) > 0 {
 		also = "also faster than " + base + ": " + strings.Join(others, ", ")
 	}
-	cpuSamples := startupCPUSamples(c)
-	if xa, xb := cpuSamples[[2]string{a, b}], cpuSamples[[2]string{base, b}]; len(xa) > 0 && len(xb) > 0 {
-		cr := r.compare("arms", c.Label, "budget="+b, "startup_cpu_ms", a, base, xa, xb, stats.Neutral)
+	if cr := r.coldRow(c, b, "startup_cpu_ms", a, base); cr.NA > 0 && cr.NB > 0 {
 		if why, _ := r.judge(cr); why == "" {
 			y, yci := ratioOf(cr, false)
 			cpu = fmt.Sprintf("%s %s's startup CPU %s", factor(y), base, yci)
@@ -677,14 +676,8 @@ func (r *Report) densityPick(c *Campaign, budget string, arms map[string]bool) (
 	if len(order) < 2 {
 		return p, false
 	}
-	pss := map[string][]float64{}
-	for _, x := range c.DensitySamples {
-		if x.Budget == budget && x.PSSBytes > 0 {
-			pss[x.Arm] = append(pss[x.Arm], float64(x.PSSBytes))
-		}
-	}
 	cmp := func(a, base string) ComparisonRow {
-		cr := r.compare("arms", c.Label, "budget="+budget, "idle_pss_bytes", a, base, pss[a], pss[base], stats.Neutral)
+		cr := r.densityRow(c, budget, a, base)
 		if cr.NA == 0 || cr.NB == 0 {
 			ma, mb := float64(p.rows[a].PSSBytes), float64(p.rows[base].PSSBytes)
 			cr.MedianA, cr.MedianB, cr.PValue = &ma, &mb, 0
@@ -1315,7 +1308,8 @@ func (s shape) String() string {
 }
 
 // steadyTest compares two steady rows of one campaign on a metric over
-// their rounds; false when the campaign has no rounds for them.
+// their rounds (steadyRow, as the comparisons table does); false when the
+// campaign has no rounds for them.
 func (r *Report) steadyTest(c *Campaign, a, b SteadyRow, metric string) (ComparisonRow, bool) {
 	var xa, xb []SteadyRound
 	for _, s := range c.SteadyRounds {
@@ -1330,11 +1324,10 @@ func (r *Report) steadyTest(c *Campaign, a, b SteadyRow, metric string) (Compari
 		if m.name != metric {
 			continue
 		}
-		va, vb := roundValues(xa, m.get), roundValues(xb, m.get)
-		if len(va) == 0 || len(vb) == 0 {
+		if len(roundValues(xa, m.get)) == 0 || len(roundValues(xb, m.get)) == 0 {
 			return ComparisonRow{}, false
 		}
-		return r.compare("arms", c.Label, "", metric, a.Arm, b.Arm, va, vb, m.sense), true
+		return r.steadyRow("arms", c.Label, "", metric, a.Arm, b.Arm, xa, xb), true
 	}
 	return ComparisonRow{}, false
 }
