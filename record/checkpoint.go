@@ -10,6 +10,11 @@ const (
 	SnapshotArm = "snapshot"
 )
 
+// IsStartArm reports whether arm is a start arm (PreboundArm,
+// SnapshotArm): shipping it takes a way of starting the server that the
+// platform must provide (socket activation, CRIU), not a build alone.
+func IsStartArm(arm string) bool { return arm == PreboundArm || arm == SnapshotArm }
+
 // Phases of the start arms, from t0.
 const (
 	// PhaseQueued: the first connection was seen waiting in the listening

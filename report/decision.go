@@ -18,9 +18,15 @@ type Decision struct {
 	// Ship is the arm to ship: the arm that starts fastest against the
 	// baseline on a comparison the recommendations act on (judge: runs
 	// enough for an interval, a significant difference of at least the
-	// report's MinEffect); else one that starts alike with it and idles
-	// in measurably less memory; else the baseline itself.
+	// report's MinEffect), or, of it and the faster arms no test tells
+	// apart from it, the one that costs least to ship (shipAmong: a build
+	// before a start arm, then less idle PSS, startup CPU, binary); else
+	// one that starts alike with the baseline and idles in measurably
+	// less memory; else the baseline itself.
 	Ship string
+	// Tied are the other faster arms that start alike with the fastest
+	// (shipAmong), which Ship was chosen among.
+	Tied []string
 	// Why says which of those rules chose Ship.
 	Why string
 	// Start is Ship's first-RPC comparison with the baseline (nil when
@@ -103,8 +109,11 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 	}
 	switch {
 	case len(faster) > 0:
-		row := faster[0]
+		row, tied := r.shipAmong(c, budget, faster)
 		d.Ship, d.Why, d.Start = row.A, WhyFaster, &row
+		for _, t := range tied {
+			d.Tied = append(d.Tied, t.A)
+		}
 	default:
 		// Alike to start: the one that idles in the least memory, if a
 		// density campaign of the same binaries tells it apart.
@@ -189,8 +198,16 @@ func (r *Report) decisionSection(m *mdw) {
 		}
 		m.table([]string{"budget", "ship", fmt.Sprintf("start vs %s [%.0f%% CI]", group[0].Baseline, 100*r.confidence()), "startup CPU", "idle PSS", "size", "avoid"}, rows)
 	}
-	m.p("A verdict needs p < %.2f and a difference of at least %.0f%%; `~` is no difference detected. "+
-		"The recommendations and the comparisons below give every figure with its rows.\n\n", 1-r.confidence(), 100*r.minEffect())
+	m.p("A verdict needs p < %.2f and a difference of at least %.0f%%; `~` is no difference detected. ", 1-r.confidence(), 100*r.minEffect())
+	for _, d := range ds {
+		if len(d.Tied) > 0 {
+			m.p("\"(x alike)\": x also starts faster than the baseline, and no test tells it apart from the fastest arm; " +
+				"of those alike, the one that costs least to ship is shipped (a build before a start arm, then less idle PSS, " +
+				"less startup CPU, a smaller binary), the fastest when none costs less. ")
+			break
+		}
+	}
+	m.p("The recommendations and the comparisons below give every figure with its rows.\n\n")
 }
 
 // serverOf names what a campaign measured, from its command line: the
@@ -235,8 +252,11 @@ func (r *Report) decisionRow(d Decision) []string {
 	start := "baseline: " + d.Why
 	if d.Start != nil {
 		start = fmt.Sprintf("%s %s, p%s", ratioText(*d.Start), shortVerdictText(d.Start.Verdict), pSuffix(d.Start.PValue))
-		if d.Why == WhySmaller {
+		switch {
+		case d.Why == WhySmaller:
 			ship += " (alike to start, less idle PSS)"
+		case len(d.Tied) > 0:
+			ship += " (" + strings.Join(d.Tied, ", ") + " alike)"
 		}
 	}
 	pair := func(a, b string) string {
@@ -274,7 +294,11 @@ func (r *Report) platformLine(d Decision) string {
 	fmt.Fprintf(&b, "**On %s** (`%s`, %s): %s ms per scale-from-zero with `%s`", platformName(d.Budget), filepath.Base(c.File), runsPhrase(c), r.medianText(base), d.Baseline)
 	switch {
 	case d.Ship != d.Baseline && d.Start != nil:
-		fmt.Fprintf(&b, "; ship %s: %s faster, p%s", d.Ship, ratioText(*d.Start), pSuffix(d.Start.PValue))
+		alike := ""
+		if len(d.Tied) > 0 {
+			alike = " (" + strings.Join(d.Tied, ", ") + " alike)"
+		}
+		fmt.Fprintf(&b, "; ship %s%s: %s faster, p%s", d.Ship, alike, ratioText(*d.Start), pSuffix(d.Start.PValue))
 	case len(d.Alike) > 0:
 		fmt.Fprintf(&b, ", whatever the build (%s ~ %s)", strings.Join(d.Alike, ", "), d.Baseline)
 	}

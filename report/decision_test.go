@@ -185,3 +185,125 @@ func keys(m map[string]Decision) []string {
 	}
 	return out
 }
+
+// tieArm is one arm of tieCampaign: its start as a share of default's in
+// every round, the sign its ±3% jitter takes in odd rounds, its binary's
+// size and its startup CPU (0 = not read).
+type tieArm struct {
+	name   string
+	share  float64
+	sign   float64
+	size   int64
+	cpuMs  float64
+	pssMiB float64 // idle PSS in the density campaign (0 = not measured)
+}
+
+// tieCampaign is a cold-start campaign of default and arms over 12 rounds,
+// each round scaling every arm's start alike (by 1 to 3.2), with a
+// density campaign of the arms that have a PSS. Two arms whose jitters
+// take opposite signs start alike: their per-round ratio swings ±6%
+// either way, which no test tells apart.
+func tieCampaign(arms ...tieArm) *Report {
+	c := &Campaign{Label: "tie", File: "tie_coldstart.jsonl"}
+	d := &Campaign{Label: "tie-density", File: "tie_density.jsonl"}
+	all := append([]tieArm{{name: "default", share: 1, size: 18 << 20, cpuMs: 8, pssMiB: 3.5}}, arms...)
+	for _, a := range all {
+		c.Artifacts = append(c.Artifacts, Artifact{Arm: a.name, SizeBytes: a.size})
+		for i := range 12 {
+			j := 1.0
+			if i%2 == 1 {
+				j += 0.03 * a.sign
+			} else {
+				j -= 0.03 * a.sign
+			}
+			s := Sample{Arm: a.name, Budget: "cpus=0", Run: i + 1, FirstRPCMs: 10 * (1 + 0.2*float64(i)) * a.share * j}
+			if a.cpuMs > 0 {
+				cpu := a.cpuMs * (1 + 0.001*float64(i%3))
+				s.StartupCPUMs = &cpu
+			}
+			c.Samples = append(c.Samples, s)
+		}
+		if a.pssMiB > 0 {
+			d.Density = append(d.Density, DensityRow{Arm: a.name, Budget: "max", Instances: 8, PSSBytes: int64(a.pssMiB * (1 << 20))})
+			for i := range 8 {
+				d.DensitySamples = append(d.DensitySamples, DensitySample{Arm: a.name, Budget: "max", Instance: i + 1,
+					PSSBytes: int64((a.pssMiB + 0.001*float64(i)) * (1 << 20))})
+			}
+		}
+	}
+	c.fillSummaries()
+	return &Report{Campaigns: []*Campaign{c, d}}
+}
+
+// TestDecisionPrefersCheaper: of the arms faster than the baseline, one
+// no test tells apart from the fastest is shipped when it costs less: a
+// build before a start arm, then less idle PSS, then less startup CPU,
+// then a smaller binary; the Decision line and the recommendation say
+// the other was alike. An arm told apart as faster is shipped whatever
+// it costs.
+func TestDecisionPrefersCheaper(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		name       string
+		arms       []tieArm
+		ship, tied string
+		rec        string // a prefix of the shipping recommendation
+	}{
+		{
+			name: "build before start arm, alike",
+			arms: []tieArm{{name: "prebound", share: 0.80, sign: 1, size: 18 * mib}, {name: "static", share: 0.81, sign: -1, size: 12 * mib}},
+			ship: "static", tied: "prebound",
+			rec: "Under cpus=0, ship static: it starts 1.24× faster than default [",
+		},
+		{
+			name: "start arm resolved faster",
+			arms: []tieArm{{name: "prebound", share: 0.70, sign: 1, size: 18 * mib}, {name: "static", share: 0.85, sign: 1, size: 12 * mib}},
+			ship: "prebound",
+			rec:  "Under cpus=0, ship prebound: it starts 1.43× faster than default [",
+		},
+		{
+			name: "smaller binary, alike",
+			arms: []tieArm{{name: "big", share: 0.80, sign: 1, size: 20 * mib}, {name: "small", share: 0.81, sign: -1, size: 10 * mib}},
+			ship: "small", tied: "big",
+			rec: "Under cpus=0, ship small: it starts 1.24× faster than default [",
+		},
+		{
+			name: "less startup CPU before a smaller binary",
+			arms: []tieArm{{name: "small", share: 0.80, sign: 1, size: 10 * mib, cpuMs: 10}, {name: "lean", share: 0.81, sign: -1, size: 20 * mib, cpuMs: 5}},
+			ship: "lean", tied: "small",
+		},
+		{
+			name: "less idle PSS before less startup CPU",
+			arms: []tieArm{{name: "lean", share: 0.80, sign: 1, size: 10 * mib, cpuMs: 5, pssMiB: 3.5}, {name: "dense", share: 0.81, sign: -1, size: 20 * mib, cpuMs: 10, pssMiB: 3.2}},
+			ship: "dense", tied: "lean",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tieCampaign(tt.arms...)
+			ds := r.Decisions()
+			if len(ds) != 1 {
+				t.Fatalf("%d decisions, want 1", len(ds))
+			}
+			d := ds[0]
+			if d.Ship != tt.ship || d.Why != WhyFaster || strings.Join(d.Tied, ",") != tt.tied {
+				t.Errorf("ship %s (%s), tied %v; want %s (%s), tied %q", d.Ship, d.Why, d.Tied, tt.ship, WhyFaster, tt.tied)
+			}
+			wantShip := "**" + tt.ship + "**"
+			if tt.tied != "" {
+				wantShip += " (" + tt.tied + " alike)"
+			}
+			if got := r.decisionRow(d)[1]; got != wantShip {
+				t.Errorf("Decision line ships %q, want %q", got, wantShip)
+			}
+			// The recommendations ship the same arm, and say why not the other.
+			recs := r.Recommendations()
+			ships := recStarting(recs, "Under cpus=0, ship ")
+			if len(ships) != 1 || !strings.HasPrefix(ships[0], "Under cpus=0, ship "+tt.ship+":") || (tt.rec != "" && !strings.HasPrefix(ships[0], tt.rec)) {
+				t.Fatalf("shipping recommendations = %q, want one shipping %s (%q)", ships, tt.ship, tt.rec)
+			}
+			if tt.tied != "" && !strings.Contains(ships[0], "; "+tt.tied+" (") {
+				t.Errorf("the recommendation does not name %s as alike: %s", tt.tied, ships[0])
+			}
+		})
+	}
+}

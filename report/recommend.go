@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // maxProse is the most characters a Recommendation's Text holds: the
@@ -331,11 +332,17 @@ type StartPick struct {
 	Baseline string
 	// Arm is the arm to ship: of the arms that start faster than Baseline
 	// on a settled comparison (enough runs for an interval) by at least
-	// the minimum effect, the fastest; Baseline when none does.
+	// the minimum effect, the fastest, or, among it and those no test
+	// tells apart from it, the one that costs least to ship (shipAmong);
+	// Baseline when none does.
 	Arm string
 	// Start is Arm's first_rpc_ms against Baseline's; the zero row when
 	// Arm is Baseline.
 	Start ComparisonRow
+	// Tied are the other arms of Faster that start alike with the
+	// fastest (shipAmong), each against Baseline: Arm was preferred to
+	// them on cost, or they cost no less.
+	Tied []ComparisonRow
 	// Alike are the arms that start alike with Arm (settled, no
 	// difference worth acting on), Arm first.
 	Alike []string
@@ -404,7 +411,8 @@ func (r *Report) startPick(c *Campaign, b string) (StartPick, bool) {
 	sort.SliceStable(p.Faster, func(i, j int) bool { return *p.Faster[i].Ratio < *p.Faster[j].Ratio })
 	sort.SliceStable(p.Slower, func(i, j int) bool { return *p.Slower[i].Ratio > *p.Slower[j].Ratio })
 	if len(p.Faster) > 0 {
-		p.Arm, p.Start = p.Faster[0].A, p.Faster[0]
+		p.Start, p.Tied = r.shipAmong(c, b, p.Faster)
+		p.Arm = p.Start.A
 	}
 	p.Alike = []string{p.Arm}
 	for _, a := range arms {
@@ -413,6 +421,96 @@ func (r *Report) startPick(c *Campaign, b string) (StartPick, bool) {
 		}
 	}
 	return p, true
+}
+
+// shipAmong picks the arm to ship under budget of cold-start campaign c
+// from faster, the arms acted on as starting faster than the baseline,
+// fastest first. An arm that no test tells apart from the fastest
+// (coldRow: "no difference detected") is as fast as the runs can show,
+// so of the fastest and those the one that costs least to ship wins
+// (costCompare), the fastest when none costs less. ship is its row
+// against the baseline; tied are the rows of the others alike with the
+// fastest, the fastest among them when it is not ship.
+func (r *Report) shipAmong(c *Campaign, budget string, faster []ComparisonRow) (ship ComparisonRow, tied []ComparisonRow) {
+	if len(faster) == 0 {
+		return ComparisonRow{}, nil
+	}
+	first := faster[0]
+	candidates := []ComparisonRow{first}
+	for _, cr := range faster[1:] {
+		if r.coldRow(c, budget, "first_rpc_ms", cr.A, first.A).Verdict == string(stats.NoDifference) {
+			candidates = append(candidates, cr)
+		}
+	}
+	ship = first
+	for _, cr := range candidates[1:] {
+		if n, _ := r.costCompare(c, budget, cr.A, ship.A); n < 0 {
+			ship = cr
+		}
+	}
+	for _, cr := range candidates {
+		if cr.A != ship.A {
+			tied = append(tied, cr)
+		}
+	}
+	return ship, tied
+}
+
+// costCompare ranks what arms a and b of cold-start campaign c cost to
+// ship under budget, for arms that start alike: -1 when a costs less, 1
+// when b does, 0 when nothing here tells them apart; more says how the
+// costlier one costs more ("is a start arm", "idles in more PSS"). In order,
+// the first that differs decides: a build arm costs less than a start arm
+// (record.IsStartArm), which needs the platform to start it its own way;
+// then less idle PSS (densityRow, of a density campaign of the same
+// binaries) and less startup CPU (coldRow), each only when acted on
+// (judge); then a smaller binary.
+func (r *Report) costCompare(c *Campaign, budget, a, b string) (n int, more string) {
+	if sa, sb := record.IsStartArm(a), record.IsStartArm(b); sa != sb {
+		if sa {
+			return 1, "is a start arm"
+		}
+		return -1, "is a start arm"
+	}
+	lowerOrHigher := func(cr ComparisonRow) int {
+		if why, _ := r.judge(cr); why != "" {
+			return 0
+		}
+		switch cr.Verdict {
+		case string(stats.Lower):
+			return -1
+		case string(stats.Higher):
+			return 1
+		}
+		return 0
+	}
+	if dca, da, ok := r.densityFor(c, a, budget); ok {
+		if dcb, db, ok := r.densityFor(c, b, budget); ok && dca == dcb && da.Budget == db.Budget {
+			if n := lowerOrHigher(r.densityRow(dca, da.Budget, a, b)); n != 0 {
+				return n, "idles in more PSS"
+			}
+		}
+	}
+	if n := lowerOrHigher(r.coldRow(c, budget, "startup_cpu_ms", a, b)); n != 0 {
+		return n, "takes more startup CPU"
+	}
+	var za, zb int64
+	for _, s := range c.Summaries {
+		switch {
+		case s.Budget != budget:
+		case s.Arm == a:
+			za = s.SizeBytes
+		case s.Arm == b:
+			zb = s.SizeBytes
+		}
+	}
+	switch {
+	case za <= 0 || zb <= 0 || za == zb:
+		return 0, ""
+	case za < zb:
+		return -1, "is a larger binary"
+	}
+	return 1, "is a larger binary"
 }
 
 // held lists the comparisons against the baseline that were not acted on.
@@ -525,8 +623,22 @@ func (r *Report) shipRec(p StartPick) Recommendation {
 	if sa, sb := p.summaries[a].SizeBytes, p.summaries[base].SizeBytes; sa > 0 && sb > 0 && sa != sb {
 		size = mibPair(sa, sb) + " binary"
 	}
+	var tied []string
+	isTied := map[string]bool{}
+	for _, cr := range p.Tied {
+		isTied[cr.A] = true
+		y, _ := ratioOf(cr, true)
+		t := fmt.Sprintf("%s (%s) is not told apart from %s", cr.A, factor(y), a)
+		if n, more := r.costCompare(c, b, a, cr.A); n < 0 {
+			t += " but " + more
+		}
+		tied = append(tied, t)
+	}
 	var others []string
-	for _, cr := range p.Faster[1:] {
+	for _, cr := range p.Faster {
+		if cr.A == a || isTied[cr.A] {
+			continue
+		}
 		y, _ := ratioOf(cr, true)
 		others = append(others, fmt.Sprintf("%s %s", cr.A, factor(y)))
 	}
@@ -539,7 +651,7 @@ func (r *Report) shipRec(p StartPick) Recommendation {
 			cpu = fmt.Sprintf("%s %s's startup CPU %s", factor(y), base, yci)
 		}
 	}
-	return ct.rec(prose(verdict, idle, size, also, cpu))
+	return ct.rec(prose(verdict, append(tied, idle, size, also, cpu)...))
 }
 
 // budgetRecs: within one campaign (one server, one set of arms), whether

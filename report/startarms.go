@@ -13,7 +13,7 @@ type Checkpoint = record.Checkpoint
 // hasStartArms reports whether c measured a prebound or snapshot arm.
 func (c *Campaign) hasStartArms() bool {
 	for _, s := range c.Summaries {
-		if s.Arm == record.PreboundArm || s.Arm == record.SnapshotArm {
+		if record.IsStartArm(s.Arm) {
 			return true
 		}
 	}
