@@ -95,7 +95,7 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 		switch {
 		case why == "" && row.Verdict == string(stats.Faster):
 			faster = append(faster, row)
-		case row.Actionable && row.Verdict == string(stats.Slower):
+		case why == "" && row.Verdict == string(stats.Slower):
 			d.Avoid = append(d.Avoid, row)
 		case row.Verdict == string(stats.NoDifference):
 			d.Alike = append(d.Alike, row.A)
@@ -148,7 +148,8 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 }
 
 // lessPSS: a density comparison of the same binaries says arm a idles in
-// less PSS than the baseline, by at least MinEffect.
+// less PSS than the baseline, by at least MinEffect, on as many instances
+// as the recommendations act on (judge).
 func (r *Report) lessPSS(cc *Campaign, a, base, budget string) bool {
 	dc, _, ok := r.densityFor(cc, a, budget)
 	if !ok {
@@ -156,7 +157,8 @@ func (r *Report) lessPSS(cc *Campaign, a, base, budget string) bool {
 	}
 	for _, row := range r.Comparisons() {
 		if row.Campaign == dc.Label && row.Metric == "idle_pss_bytes" && row.A == a && row.B == base {
-			return row.Actionable && row.Verdict == string(stats.Lower)
+			why, _ := r.judge(row)
+			return why == "" && row.Verdict == string(stats.Lower)
 		}
 	}
 	return false

@@ -36,14 +36,55 @@ func pairedFaster(t *testing.T, r *Report) {
 	t.Fatal("no campaign 20261130-030000_coldstart")
 }
 
+// moreInstances gives the fixture's density campaign two more instances
+// per arm (copies of its first two, as new processes), so that its
+// comparisons hold the instances an interval needs: the fixture's own 4
+// per arm are too few for the Decision to act on.
+func moreInstances(t *testing.T, r *Report) {
+	t.Helper()
+	for _, c := range r.Campaigns {
+		if c.Label != "20261130-031000_density" {
+			continue
+		}
+		var extra []DensitySample
+		for _, s := range c.DensitySamples {
+			if s.Instance <= 2 {
+				s.Instance += 4
+				s.PID += 100
+				extra = append(extra, s)
+			}
+		}
+		c.DensitySamples = append(c.DensitySamples, extra...)
+		return
+	}
+	t.Fatal("no campaign 20261130-031000_density")
+}
+
 // TestDecisions checks the rules on the fixtures: under cores=0.5 static
 // starts 15% faster than default in every run (pairedFaster) and is
-// shipped; under cpus=0 it starts alike but idles in less PSS; upx, 8×
-// slower, is to be avoided under both; the cluster campaign, whose arms
-// no test tells apart, ships its baseline.
+// shipped; under cpus=0 it starts alike, and idles in less PSS only on
+// the density campaign's 4 instances per arm, too few to act on, so the
+// baseline is shipped there; with 6 per arm (moreInstances) static is;
+// upx, 8× slower, is to be avoided under both; the cluster campaign, whose
+// arms no test tells apart, ships its baseline.
 func TestDecisions(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		instances func(*testing.T, *Report)
+		cpus0     string
+		cpus0Why  string
+	}{
+		{"4 instances", func(*testing.T, *Report) {}, "default", WhyBaseline},
+		{"6 instances", moreInstances, "static", WhySmaller},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testDecisions(t, tc.instances, tc.cpus0, tc.cpus0Why) })
+	}
+}
+
+func testDecisions(t *testing.T, instances func(*testing.T, *Report), cpus0, cpus0Why string) {
 	r := load(t, "testdata")
 	pairedFaster(t, r)
+	instances(t, r)
 	got := map[string]Decision{}
 	for _, d := range r.Decisions() {
 		got[d.Campaign.Label+" "+d.Budget] = d
@@ -52,7 +93,7 @@ func TestDecisions(t *testing.T) {
 		key, ship, why, avoid string
 	}{
 		{"20261130-030000_coldstart cores=0.5", "static", WhyFaster, "upx"},
-		{"20261130-030000_coldstart cpus=0", "static", WhySmaller, "upx"},
+		{"20261130-030000_coldstart cpus=0", cpus0, cpus0Why, "upx"},
 		{"20261130-033000_coldstart cores=1", "static", WhyBaseline, ""},
 	} {
 		d, ok := got[want.key]
