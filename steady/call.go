@@ -43,19 +43,23 @@ type Call struct {
 	Schema grpcschema.Source
 }
 
-// validate checks what needs no server.
+// validate checks what needs no server. Its errors are OptionErrors
+// naming the field of Config.Call at fault ("Call.DataFile").
 func (c *Call) validate() error {
 	if _, _, _, err := grpcschema.ParseMethod(c.Method); err != nil {
-		return fmt.Errorf("--call: %w", err)
+		return &OptionError{Option: "Call.Method", Err: err}
 	}
 	if c.DataFile != "" && len(c.Data) > 0 {
-		return errors.New("--data, --data-file: give one or the other")
+		return &OptionError{Option: "Call.DataFile", Fix: "Call.Data",
+			Err: errors.New("a file of requests beside the requests given: give one or the other")}
 	}
 	if c.Schema.Protoset != "" && len(c.Schema.Protos) > 0 {
-		return errors.New("--proto, --protoset: give one or the other")
+		return &OptionError{Option: "Call.Schema.Protoset", Fix: "Call.Schema.Protos",
+			Err: errors.New("a descriptor set beside .proto files: give one or the other")}
 	}
 	if len(c.Schema.ImportPaths) > 0 && len(c.Schema.Protos) == 0 {
-		return errors.New("--import-paths: only with --proto")
+		return &OptionError{Option: "Call.Schema.ImportPaths", Fix: "Call.Schema.Protos",
+			Err: errors.New("where .proto files find their imports: only with .proto files")}
 	}
 	if c.Schema.Given() {
 		// Schema files need no server: a file that does not parse, a
@@ -80,24 +84,26 @@ type resolvedCall struct {
 }
 
 // resolveCall finds c's types (from its schema files, else by reflection
-// from the server at t) and builds its requests. Errors name the flag at
-// fault: --call for a method the server or the files do not offer (with
-// what they offer), --proto or --protoset for a file that does not parse,
-// --data or --data-file (and its line) for a request that does not fit.
+// from the server at t) and builds its requests. Its errors are
+// OptionErrors naming the field at fault: Call.Method for a method the
+// server or the files do not offer (with what they offer),
+// Call.Schema.Protoset or Call.Schema.Protos for a file that does not
+// parse, Call.Data or Call.DataFile (and its line) for a request that does
+// not fit.
 func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string) (*resolvedCall, error) {
 	full, _, _, err := grpcschema.ParseMethod(c.Method)
 	if err != nil {
-		return nil, fmt.Errorf("--call: %w", err)
+		return nil, &OptionError{Option: "Call.Method", Err: err}
 	}
 	var schema *grpcschema.Schema
 	switch {
 	case c.Schema.Protoset != "":
 		if schema, err = c.Schema.Load(ctx); err != nil {
-			return nil, fmt.Errorf("--protoset: %w", err)
+			return nil, &OptionError{Option: "Call.Schema.Protoset", Err: err}
 		}
 	case len(c.Schema.Protos) > 0:
 		if schema, err = c.Schema.Load(ctx); err != nil {
-			return nil, fmt.Errorf("--proto: %w", err)
+			return nil, &OptionError{Option: "Call.Schema.Protos", Err: err}
 		}
 	default:
 		opts := append([]grpc.DialOption(nil), grpcOptions...)
@@ -114,25 +120,25 @@ func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string
 			rctx = metadata.NewOutgoingContext(ctx, c.Metadata)
 		}
 		if schema, err = grpcschema.Reflect(rctx, cc, full); err != nil {
-			return nil, fmt.Errorf("--call %s: types from %s: %w", full, t, err)
+			return nil, optionf("Call.Method", "%s: types from %s: %w", full, t, err)
 		}
 	}
 	md, err := schema.Method(full)
 	if err != nil {
-		return nil, fmt.Errorf("--call: %w", err)
+		return nil, &OptionError{Option: "Call.Method", Err: err}
 	}
 	if md.IsStreamingClient() {
-		return nil, fmt.Errorf("--call %s: a client-streaming method; steady loads unary and server-streaming methods", full)
+		return nil, optionf("Call.Method", "%s: a client-streaming method; steady loads unary and server-streaming methods", full)
 	}
 	r := &resolvedCall{method: full, serverStream: md.IsStreamingServer(), out: md.Output(), md: c.Metadata}
-	add := func(where string, text []byte) error {
+	add := func(text []byte) error {
 		req, err := grpcschema.NewRequest(md, text)
 		if err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		b, err := proto.Marshal(req)
 		if err != nil {
-			return fmt.Errorf("%s: marshal: %w", where, err)
+			return fmt.Errorf("marshal: %w", err)
 		}
 		r.reqs, r.wire = append(r.reqs, req), append(r.wire, b)
 		return nil
@@ -141,7 +147,7 @@ func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string
 	case c.DataFile != "":
 		f, err := os.Open(c.DataFile)
 		if err != nil {
-			return nil, fmt.Errorf("--data-file: %w", err)
+			return nil, &OptionError{Option: "Call.DataFile", Err: err}
 		}
 		defer f.Close()
 		sc := bufio.NewScanner(f)
@@ -150,25 +156,25 @@ func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string
 			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 				continue
 			}
-			if err := add(fmt.Sprintf("--data-file %s line %d", c.DataFile, line), sc.Bytes()); err != nil {
-				return nil, err
+			if err := add(sc.Bytes()); err != nil {
+				return nil, optionf("Call.DataFile", "%s line %d: %w", c.DataFile, line, err)
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("--data-file: read %s: %w", c.DataFile, err)
+			return nil, optionf("Call.DataFile", "read %s: %w", c.DataFile, err)
 		}
 		if len(r.reqs) == 0 {
-			return nil, fmt.Errorf("--data-file: %s holds no request (want one JSON message a line)", c.DataFile)
+			return nil, optionf("Call.DataFile", "%s holds no request (want one JSON message a line)", c.DataFile)
 		}
 	case len(c.Data) > 0:
 		for _, d := range c.Data {
-			if err := add("--data", d); err != nil {
-				return nil, err
+			if err := add(d); err != nil {
+				return nil, &OptionError{Option: "Call.Data", Err: err}
 			}
 		}
 	default:
-		if err := add("--data", nil); err != nil {
-			return nil, err
+		if err := add(nil); err != nil {
+			return nil, &OptionError{Option: "Call.Data", Err: err}
 		}
 	}
 	n := 0

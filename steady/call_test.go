@@ -141,8 +141,8 @@ func TestCall(t *testing.T) {
 	}
 }
 
-// TestCallErrors: each bad --call input fails before any load, naming the
-// flag and what would fit.
+// TestCallErrors: each bad Call fails before any load, naming the setting
+// at fault (an OptionError) and what would fit.
 func TestCallErrors(t *testing.T) {
 	addr, _ := startTestserver(t, "-count-service")
 	noRefl, _ := startTestserver(t, "-no-reflection")
@@ -160,23 +160,23 @@ func TestCallErrors(t *testing.T) {
 		want string
 	}{
 		{"a method the server does not offer", addr, Call{Method: "/fgrpc.PingServer/Ping"}, nil,
-			"--call: the server offers no service fgrpc.PingServer for /fgrpc.PingServer/Ping (services: coldstart.echo.v1.Echo, coldstart.test.v1.Count, grpc.health.v1.Health"},
+			"Call.Method: the server offers no service fgrpc.PingServer for /fgrpc.PingServer/Ping (services: coldstart.echo.v1.Echo, coldstart.test.v1.Count, grpc.health.v1.Health"},
 		{"a method its service lacks", addr, Call{Method: "/coldstart.test.v1.Count/Sum"}, nil,
-			"--call: the server: service coldstart.test.v1.Count has no method Sum (methods: Count, Last)"},
+			"Call.Method: the server: service coldstart.test.v1.Count has no method Sum (methods: Count, Last)"},
 		{"data that does not fit", addr, Call{Method: "/coldstart.test.v1.Count/Count", Data: [][]byte{[]byte(`{"count": 3}`)}}, nil,
-			`--data: does not fit coldstart.test.v1.CountRequest (fields: n, payload, failCode, delay): (line 1:2): unknown field "count"`},
+			`Call.Data: does not fit coldstart.test.v1.CountRequest (fields: n, payload, failCode, delay): (line 1:2): unknown field "count"`},
 		{"a data file line that does not fit", addr, Call{Method: "/coldstart.test.v1.Count/Count", DataFile: badLines}, nil,
-			"--data-file " + badLines + ` line 2: does not fit coldstart.test.v1.CountRequest`},
+			"Call.DataFile: " + badLines + ` line 2: does not fit coldstart.test.v1.CountRequest`},
 		{"a protoset that does not parse", addr, Call{Method: "/coldstart.test.v1.Count/Count", Schema: grpcschema.Source{Protoset: garbage}}, nil,
-			"--protoset: protoset " + garbage + ": not a FileDescriptorSet"},
+			"Call.Schema.Protoset: protoset " + garbage + ": not a FileDescriptorSet"},
 		{"no reflection and no schema", noRefl, Call{Method: "/coldstart.test.v1.Count/Count"}, nil,
 			"give its schema with --protoset FILE, or --proto FILE"},
 		{"a bidirectional method", addr, Call{Method: "/coldstart.echo.v1.Echo/EchoStream"}, nil,
-			"--call /coldstart.echo.v1.Echo/EchoStream: a client-streaming method; steady loads unary and server-streaming methods"},
+			"Call.Method: /coldstart.echo.v1.Echo/EchoStream: a client-streaming method; steady loads unary and server-streaming methods"},
 		{"the stream scenario", addr, Call{Method: "/coldstart.echo.v1.Echo/Echo"}, func(c *Config) { c.Scenarios = []Scenario{Stream} },
-			"--scenario stream: is coldstart's EchoStream ping-pong"},
+			"Scenarios: stream is coldstart's EchoStream ping-pong"},
 		{"over HTTP", addr, Call{Method: "/coldstart.echo.v1.Echo/Echo"}, func(c *Config) { c.Protocols = []Protocol{HTTP1} },
-			"--call: a gRPC method; --protocol http1 loads --http-path instead"},
+			"Call.Method: a gRPC method, called over grpc only; protocol http1 loads the HTTP path instead"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			call := tt.call

@@ -96,7 +96,7 @@ func TestTargetFortio(t *testing.T) {
 		is   error
 		want string
 	}{
-		{"another server's pid", Config{Target: &Target{Addr: grpcAddr, PID: echo.Process.Pid}}, ErrNotListener, "--server-pid: process"},
+		{"another server's pid", Config{Target: &Target{Addr: grpcAddr, PID: echo.Process.Pid}}, ErrNotListener, "Target.PID: process"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Warmup, tt.cfg.Calls = -1, 10

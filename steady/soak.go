@@ -21,7 +21,7 @@ const SoakStep Scenario = "soak"
 // shows in the window it began in.
 func RunSoak(ctx context.Context, cfg Config, record func(SoakRow) error, summary func(SoakSummary) error) error {
 	if cfg.Soak <= 0 {
-		return fmt.Errorf("--soak: want a duration")
+		return optionf("Soak", "%v, want a positive duration", cfg.Soak)
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -274,25 +274,28 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot run, naming it as the
-// command's flag.
+// Validate reports the first setting that cannot run as an *OptionError
+// naming it by its field path (so that a front end can name its own
+// option instead); a Config that names no server, or an arm that cannot
+// start, is a plain error.
 func (c Config) Validate() error {
 	if len(c.Arms) == 0 && c.Target == nil {
 		return errors.New("no server to measure")
 	}
 	if c.Target != nil {
 		if len(c.Arms) > 0 {
-			return errors.New("--target: a running server replaces the arms steady would start; give one or the other")
+			return &OptionError{Option: "Target", Fix: "Arms",
+				Err: errors.New("a running server replaces the servers steady would start: give one or the other")}
 		}
 		if err := c.Target.checkLoopback(); err != nil {
 			return err
 		}
 		if c.Target.PID < 0 {
-			return fmt.Errorf("--server-pid: %d is not a process ID", c.Target.PID)
+			return optionf("Target.PID", "%d is not a process ID", c.Target.PID)
 		}
 	}
 	if c.Client != "" && !known(Clients, c.Client) {
-		return fmt.Errorf("--client: unknown client %q (known: grpc, lean)", c.Client)
+		return optionf("Client", "unknown client %q (known: grpc, lean)", c.Client)
 	}
 	if c.Call != nil {
 		if err := c.Call.validate(); err != nil {
@@ -300,11 +303,11 @@ func (c Config) Validate() error {
 		}
 		for _, p := range c.Protocols {
 			if p != GRPC {
-				return fmt.Errorf("--call: a gRPC method; --protocol %s loads --http-path instead", p)
+				return optionf("Call.Method", "a gRPC method, called over grpc only; protocol %s loads the HTTP path instead", p)
 			}
 		}
 		if known(c.Scenarios, Stream) {
-			return errors.New("--scenario stream: is coldstart's EchoStream ping-pong; a --call method, server-streaming too, runs under sequential, throughput, open and ramp")
+			return optionf("Scenarios", "stream is coldstart's EchoStream ping-pong; a method of your own, server-streaming too, runs under sequential, throughput, open and ramp")
 		}
 	}
 	if c.Soak != 0 {
@@ -313,13 +316,14 @@ func (c Config) Validate() error {
 			iv = time.Minute
 		}
 		if iv < 0 {
-			return fmt.Errorf("--soak-interval: %v is negative", iv)
+			return optionf("SoakInterval", "%v is negative", iv)
 		}
 		if c.Soak < 2*iv {
-			return fmt.Errorf("--soak: %v is shorter than two --soak-interval (%v): a trend needs at least two rows (three for its confidence interval)", c.Soak, iv)
+			return &OptionError{Option: "Soak", Fix: "SoakInterval",
+				Err: fmt.Errorf("%v is shorter than two soak intervals (%v): a trend needs at least two rows, three for its confidence interval; soak longer or shorten the interval", c.Soak, iv)}
 		}
 		if c.Rate <= 0 {
-			return fmt.Errorf("--soak: needs --rate, the open-loop rate in calls per second")
+			return optionf("Rate", "a soak needs an open-loop rate in calls per second")
 		}
 	}
 	for _, a := range c.Arms {
@@ -332,58 +336,58 @@ func (c Config) Validate() error {
 	}
 	for _, n := range c.Concurrency {
 		if n < 1 {
-			return fmt.Errorf("--concurrency: %d is not a positive number of calls in flight", n)
+			return optionf("Concurrency", "%d is not a positive number of calls in flight", n)
 		}
 	}
 	for _, n := range c.Conns {
 		if n < 1 {
-			return fmt.Errorf("--conns: %d is not a positive number of connections", n)
+			return optionf("Conns", "%d is not a positive number of connections", n)
 		}
 	}
 	for _, n := range c.Pipeline {
 		if n < 1 {
-			return fmt.Errorf("--pipeline: %d is not a positive depth", n)
+			return optionf("Pipeline", "%d is not a positive depth", n)
 		}
 	}
 	for _, n := range c.Payloads {
 		if n < 0 {
-			return fmt.Errorf("--payload: %d bytes is negative", n)
+			return optionf("Payloads", "%d bytes is negative", n)
 		}
 	}
 	for _, p := range c.Protocols {
 		if !known(Protocols, p) {
-			return fmt.Errorf("--protocol: unknown protocol %q (known: grpc, http1, h2c)", p)
+			return optionf("Protocols", "unknown protocol %q (known: grpc, http1, h2c)", p)
 		}
 	}
 	if c.Rounds < 0 {
-		return fmt.Errorf("--rounds: %d, want at least 1 measured window per arm and step", c.Rounds)
+		return optionf("Rounds", "%d, want at least 1 measured window per arm and step", c.Rounds)
 	}
 	if c.Confidence != 0 {
 		if err := stats.CheckConfidence(c.Confidence); err != nil {
-			return fmt.Errorf("--confidence: %w", err)
+			return &OptionError{Option: "Confidence", Err: err}
 		}
 	}
 	if c.Calls < 0 {
-		return fmt.Errorf("--calls: %d is negative", c.Calls)
+		return optionf("Calls", "%d is negative", c.Calls)
 	}
 	if c.Duration < 0 {
-		return fmt.Errorf("--duration: %v is negative", c.Duration)
+		return optionf("Duration", "%v is negative", c.Duration)
 	}
 	if c.Rate < 0 {
-		return fmt.Errorf("--rate: %g is negative", c.Rate)
+		return optionf("Rate", "%g is negative", c.Rate)
 	}
 	for _, s := range c.Scenarios {
 		switch s {
 		case Sequential, Throughput, Stream:
 		case Open, Ramp:
 			if c.Rate == 0 {
-				return fmt.Errorf("--rate: scenario %s needs a rate in calls per second", s)
+				return optionf("Rate", "scenario %s needs a rate in calls per second", s)
 			}
 			if c.Duration == 0 {
-				return fmt.Errorf("--rate: needs --duration (how long each open-loop step runs)")
+				return optionf("Duration", "scenario %s needs the length of each open-loop window", s)
 			}
 		default:
-			return fmt.Errorf("--scenario: unknown scenario %q (known: sequential, throughput, stream, open, ramp)", s)
+			return optionf("Scenarios", "unknown scenario %q (known: sequential, throughput, stream, open, ramp)", s)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 func TestMain(m *testing.M) { os.Exit(testservers.Run(m)) }
@@ -417,21 +418,33 @@ func rampErrors(p99 time.Duration) float64 {
 	return 0
 }
 
+// TestValidate: a setting that cannot run is an OptionError naming it by
+// its field path, never by a front end's flag.
 func TestValidate(t *testing.T) {
 	arm := []Arm{{Name: "a", Path: "/bin/true"}}
+	remote := &Target{Addr: prober.Target{Network: "tcp", Address: "192.0.2.1:80"}}
 	for _, tt := range []struct {
-		name string
-		cfg  Config
-		want string // "" = valid
+		name   string
+		cfg    Config
+		option string // "" = a plain error, or none
+		want   string // "" = valid
 	}{
-		{"defaults", Config{Arms: arm}, ""},
-		{"no arms", Config{}, "no server"},
-		{"concurrency 0", Config{Arms: arm, Concurrency: []int{1, 0}}, "--concurrency"},
-		{"conns 0", Config{Arms: arm, Conns: []int{0}}, "--conns"},
-		{"open without rate", Config{Arms: arm, Scenarios: []Scenario{Open}, Duration: time.Second}, "--rate"},
-		{"rate without duration", Config{Arms: arm, Scenarios: []Scenario{Open}, Rate: 10}, "--duration"},
-		{"unknown protocol", Config{Arms: arm, Protocols: []Protocol{"quic"}}, `--protocol: unknown protocol "quic"`},
-		{"unknown scenario", Config{Arms: arm, Scenarios: []Scenario{"soak"}}, `--scenario: unknown scenario "soak"`},
+		{"defaults", Config{Arms: arm}, "", ""},
+		{"no arms", Config{}, "", "no server to measure"},
+		{"target and arms", Config{Arms: arm, Target: &Target{Addr: prober.Target{Network: "unix", Address: "/s"}}}, "Target",
+			"Target: a running server replaces the servers steady would start: give one or the other (Arms)"},
+		{"remote target", Config{Target: remote}, "Target.Addr",
+			"Target.Addr: 192.0.2.1:80 is not a loopback address; steady loads only this machine's servers unless allowed (Target.AllowRemote)"},
+		{"remote target allowed", Config{Target: &Target{Addr: remote.Addr, AllowRemote: true}}, "", ""},
+		{"concurrency 0", Config{Arms: arm, Concurrency: []int{1, 0}}, "Concurrency", "Concurrency: 0 is not a positive number of calls in flight"},
+		{"conns 0", Config{Arms: arm, Conns: []int{0}}, "Conns", "Conns: 0 is not a positive number of connections"},
+		{"open without rate", Config{Arms: arm, Scenarios: []Scenario{Open}, Duration: time.Second}, "Rate", "Rate: scenario open needs a rate in calls per second"},
+		{"rate without duration", Config{Arms: arm, Scenarios: []Scenario{Open}, Rate: 10}, "Duration", "Duration: scenario open needs the length of each open-loop window"},
+		{"soak without rate", Config{Arms: arm, Soak: time.Hour}, "Rate", "Rate: a soak needs an open-loop rate in calls per second"},
+		{"soak of one interval", Config{Arms: arm, Soak: time.Minute, Rate: 10}, "Soak",
+			"Soak: 1m0s is shorter than two soak intervals (1m0s): a trend needs at least two rows, three for its confidence interval; soak longer or shorten the interval (SoakInterval)"},
+		{"unknown protocol", Config{Arms: arm, Protocols: []Protocol{"quic"}}, "Protocols", `Protocols: unknown protocol "quic" (known: grpc, http1, h2c)`},
+		{"unknown scenario", Config{Arms: arm, Scenarios: []Scenario{"soak"}}, "Scenarios", `Scenarios: unknown scenario "soak" (known: sequential, throughput, stream, open, ramp)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.cfg.Validate()
@@ -441,8 +454,12 @@ func TestValidate(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.want)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+			var oe *OptionError
+			if got := errors.As(err, &oe); got != (tt.option != "") || (got && oe.Option != tt.option) {
+				t.Errorf("Validate() = %#v, want an OptionError about %q", err, tt.option)
 			}
 		})
 	}

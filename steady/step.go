@@ -68,7 +68,7 @@ func newTransport(ctx context.Context, cfg Config, s *server, st step, payload [
 	switch st.proto {
 	case GRPC:
 		if s.health && st.scenario == Stream {
-			return nil, fmt.Errorf("--scenario stream: %s has no coldstart Echo service (so no EchoStream); steady loads it with unary health checks only", s.addrs.grpc)
+			return nil, errNoEchoStream(s.addrs.grpc)
 		}
 		if cfg.Client == ClientLean {
 			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream, s.health, s.call)

@@ -70,21 +70,34 @@ func ParseTarget(s string) (prober.Target, error) {
 	return prober.Target{Network: "tcp", Address: s}, nil
 }
 
+// targetAddr is one of a target's addresses and its field path in Config,
+// which errors about it name.
+type targetAddr struct {
+	field string
+	addr  prober.Target
+}
+
+// fieldAddrs are the target's gRPC and HTTP addresses.
+func (t Target) fieldAddrs() []targetAddr {
+	return []targetAddr{{"Target.Addr", t.Addr}, {"Target.HTTPAddr", t.HTTPAddr}}
+}
+
 // checkLoopback refuses an address outside this machine unless allowed.
 func (t Target) checkLoopback() error {
-	for _, a := range []prober.Target{t.Addr, t.HTTPAddr} {
-		if a.Address == "" || a.Network == "unix" || t.AllowRemote {
+	for _, a := range t.fieldAddrs() {
+		if a.addr.Address == "" || a.addr.Network == "unix" || t.AllowRemote {
 			continue
 		}
-		host, _, err := net.SplitHostPort(a.Address)
+		host, _, err := net.SplitHostPort(a.addr.Address)
 		if err != nil {
-			return fmt.Errorf("--target: %q: %w", a.Address, err)
+			return optionf(a.field, "%q: %w", a.addr.Address, err)
 		}
 		if host == "localhost" {
 			continue
 		}
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			return fmt.Errorf("--target: %s is not a loopback address; steady loads only this machine's servers unless you pass --allow-remote", a.Address)
+			return &OptionError{Option: a.field, Fix: "Target.AllowRemote",
+				Err: fmt.Errorf("%s is not a loopback address; steady loads only this machine's servers unless allowed", a.addr.Address)}
 		}
 	}
 	return nil
@@ -162,16 +175,16 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 		name = "target"
 	}
 	d := net.Dialer{Timeout: 5 * time.Second}
-	for _, a := range []prober.Target{t.Addr, t.HTTPAddr} {
-		c, err := d.DialContext(ctx, a.Network, a.Address)
+	for _, a := range t.fieldAddrs() {
+		c, err := d.DialContext(ctx, a.addr.Network, a.addr.Address)
 		if err != nil {
-			return nil, fmt.Errorf("--target: %w: %s: %v (is the server running there?)", ErrRefused, a, err)
+			return nil, optionf(a.field, "%w: %s: %v (is the server running there?)", ErrRefused, a.addr, err)
 		}
 		c.Close()
 	}
 	if t.PID > 0 {
 		if err := (listeners{Root: procfs.Host.Root}).checkListener(t.PID, t.Addr); err != nil {
-			return nil, fmt.Errorf("--server-pid: %w; give the PID of the process listening at %s, or leave --server-pid out (server figures are then unknown)", err, t.Addr)
+			return nil, optionf("Target.PID", "%w; give the PID of the process listening at %s, or leave it out (server figures are then unknown)", err, t.Addr)
 		}
 	}
 	health := false
@@ -188,7 +201,7 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 			return nil, err
 		}
 		if health && known(cfg.Scenarios, Stream) {
-			return nil, fmt.Errorf("--scenario stream: %s has no coldstart Echo service (so no EchoStream); steady can load it with unary health checks only (sequential, throughput, open, ramp)", t.Addr)
+			return nil, errNoEchoStream(t.Addr)
 		}
 		if health {
 			fmt.Fprintf(cfg.Log, "steady: %s at %s has no coldstart Echo service: its gRPC load is %s (no payload)\n", name, t.Addr, healthMethod)
@@ -202,6 +215,12 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 	}
 	fmt.Fprintf(cfg.Log, "steady: loading %s at %s (pid %s)\n", name, t.Addr, pidText(t.PID))
 	return s, nil
+}
+
+// errNoEchoStream refuses the stream scenario on a server at addr that has
+// no coldstart Echo service, so no EchoStream to ping-pong.
+func errNoEchoStream(addr prober.Target) error {
+	return optionf("Scenarios", "stream: %s has no coldstart Echo service (so no EchoStream); steady can load it with unary health checks only (sequential, throughput, open, ramp)", addr)
 }
 
 // healthMethod is the standard gRPC health check, what a target without
@@ -219,7 +238,7 @@ func probeEcho(ctx context.Context, t Target) (health bool, err error) {
 	}
 	cc, err := grpc.NewClient(t.Addr.GRPCTarget(), opts...)
 	if err != nil {
-		return false, fmt.Errorf("--target: %s: %w", t.Addr, err)
+		return false, optionf("Target.Addr", "%s: %w", t.Addr, err)
 	}
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -229,7 +248,8 @@ func probeEcho(ctx context.Context, t Target) (health bool, err error) {
 		return false, nil
 	}
 	if herr := cc.Invoke(ctx, healthMethod, &healthpb.HealthCheckRequest{}, new(healthpb.HealthCheckResponse)); herr != nil {
-		return false, fmt.Errorf("--target: %s serves neither coldstart's Echo (%v) nor the gRPC health check (%v); give the address of a gRPC server that has one, or --protocol http1 or h2c", t.Addr, eerr, herr)
+		return false, &OptionError{Option: "Target.Addr", Fix: "Protocols",
+			Err: fmt.Errorf("%s serves neither coldstart's Echo (%v) nor the gRPC health check (%v); give the address of a gRPC server that has one, or load it over http1 or h2c", t.Addr, eerr, herr)}
 	}
 	return true, nil
 }

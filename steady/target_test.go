@@ -95,7 +95,7 @@ func TestTarget(t *testing.T) {
 	}
 }
 
-// TestTargetErrors: bad targets fail before any load, naming the flag.
+// TestTargetErrors: bad targets fail before any load, naming the setting.
 func TestTargetErrors(t *testing.T) {
 	bin := testservers.BuildPackage(t, testservers.Echo)
 	addr, _ := prober.FreeTCP()
@@ -107,10 +107,10 @@ func TestTargetErrors(t *testing.T) {
 		is     error
 		want   string
 	}{
-		{"refused", Target{Addr: refused}, ErrRefused, "--target"},
-		{"pid not the listener", Target{Addr: addr, PID: os.Getpid()}, ErrNotListener, "--server-pid"},
-		{"no such pid", Target{Addr: addr, PID: 1 << 30}, nil, "--server-pid: no process"},
-		{"not loopback", Target{Addr: prober.Target{Network: "tcp", Address: "192.0.2.1:80"}}, nil, "--allow-remote"},
+		{"refused", Target{Addr: refused}, ErrRefused, "Target.Addr: target refused the connection: " + refused.String()},
+		{"pid not the listener", Target{Addr: addr, PID: os.Getpid()}, ErrNotListener, "Target.PID: process"},
+		{"no such pid", Target{Addr: addr, PID: 1 << 30}, nil, "Target.PID: no process"},
+		{"not loopback", Target{Addr: prober.Target{Network: "tcp", Address: "192.0.2.1:80"}}, nil, "unless allowed (Target.AllowRemote)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tg := tt.target
@@ -202,7 +202,7 @@ func TestTargetHealthOnly(t *testing.T) {
 		t.Error("a row was recorded")
 		return nil
 	})
-	if want := "--scenario stream: " + addr.String() + " has no coldstart Echo service"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "Scenarios: stream: " + addr.String() + " has no coldstart Echo service"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("stream on a health-only target: %v, want an error containing %q", err, want)
 	}
 }

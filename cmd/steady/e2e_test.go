@@ -5,12 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -28,17 +25,6 @@ func TestMain(m *testing.M) {
 type buildsRemoved struct{ m *testing.M }
 
 func (b buildsRemoved) Run() int { return testservers.Run(b.m) }
-
-// steadyMain is main with its exit code returned.
-func steadyMain() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "steady:", err)
-		return 1
-	}
-	return 0
-}
 
 // TestScripts runs testdata/script/*.txtar with $ECHO set to the sample
 // server.

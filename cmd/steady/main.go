@@ -12,11 +12,17 @@ import (
 	"syscall"
 )
 
-func main() {
+func main() { os.Exit(steadyMain()) }
+
+// steadyMain executes the command line and returns the exit code, the
+// error printed as flagError names it; tests run it in process through
+// testscript.
+func steadyMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "steady:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "steady:", flagError(err))
+		return 1
 	}
+	return 0
 }

@@ -179,7 +179,71 @@ verdict: stable or drifting.`,
 	return cmd
 }
 
-// validate checks every flag and fills o.cfg, naming the flag in errors.
+// configFlags are the flags run sets steady.Config's settings from, by
+// the settings' field paths: the one table that says which flag a
+// steady.OptionError is about (flagError). Arms, which PKG, --bin, --arms
+// and the server arguments make, is named by all of them.
+var configFlags = map[string]string{
+	"Arms":                    "--bin, --arms, PKG, server arguments",
+	"Target":                  "--target",
+	"Target.Addr":             "--target",
+	"Target.HTTPAddr":         "--target", // Addr's, unless set apart
+	"Target.PID":              "--server-pid",
+	"Target.DebugAddr":        "--debug-addr",
+	"Target.AllowRemote":      "--allow-remote",
+	"Client":                  "--client",
+	"Call.Method":             "--call",
+	"Call.Data":               "--data",
+	"Call.DataFile":           "--data-file",
+	"Call.Metadata":           "--metadata",
+	"Call.Schema.Protoset":    "--protoset",
+	"Call.Schema.Protos":      "--proto",
+	"Call.Schema.ImportPaths": "--import-paths",
+	"Protocols":               "--protocol",
+	"Scenarios":               "--scenario",
+	"Payloads":                "--payload",
+	"Concurrency":             "--concurrency",
+	"Conns":                   "--conns",
+	"Pipeline":                "--pipeline",
+	"Warmup":                  "--warmup",
+	"Calls":                   "--calls",
+	"Duration":                "--duration",
+	"Rate":                    "--rate",
+	"RampStep":                "--ramp-step",
+	"RampMax":                 "--ramp-max",
+	"RampP99":                 "--ramp-p99",
+	"RampErrors":              "--ramp-errors",
+	"MaxInFlight":             "--max-in-flight",
+	"HTTPPath":                "--http-path",
+	"GeneratorCPUs":           "--pin-generator",
+	"Rounds":                  "--rounds",
+	"Confidence":              "--confidence",
+	"Soak":                    "--soak",
+	"SoakInterval":            "--soak-interval",
+	"WindowLimit":             "--window-limit",
+}
+
+// flagError is err as the user reads it: where steady says which setting
+// of its Config is wrong (a steady.OptionError, with the context around
+// it kept), the message names the flag that set it instead, and the flag
+// that would fix it. steady knows no flags, so that its checks and their
+// words live once, in steady, whoever fills its Config.
+func flagError(err error) error {
+	var oe *steady.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	return cliopts.ReplaceMessage(err, oe, oe.Text(func(option string) string {
+		if f, ok := configFlags[option]; ok {
+			return f
+		}
+		return option
+	}))
+}
+
+// validate checks every flag and fills o.cfg, naming the flag in its own
+// errors; steady.Config.Validate checks the settings (flagError names
+// their flags).
 func (o *runOptions) validate(cmd *cobra.Command) error {
 	c := &o.cfg
 	if err := o.Cluster.Check(&o.Common, o.Target); err != nil {

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +26,7 @@ import (
 )
 
 // parse runs `steady run args` with a run function that only records the
-// options.
+// options, and returns the error as steady prints it (flagError).
 func parse(t *testing.T, args ...string) (*runOptions, error) {
 	t.Helper()
 	var got *runOptions
@@ -36,7 +39,10 @@ func parse(t *testing.T, args ...string) (*runOptions, error) {
 	cmd.SetErr(io.Discard)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	err := cmd.ExecuteContext(context.Background())
-	return got, err
+	if err != nil {
+		return got, flagError(err)
+	}
+	return got, nil
 }
 
 func TestParse(t *testing.T) {
@@ -231,11 +237,11 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"a", "b"}, "at most one PKG"},
 		{[]string{"--client", "fast"}, `--client: unknown client "fast"`},
 		{[]string{"--target", "8080"}, "--target"},
-		{[]string{"--target", "10.1.2.3:80"}, "--allow-remote"},
+		{[]string{"--target", "10.1.2.3:80"}, "--target: 10.1.2.3:80 is not a loopback address; steady loads only this machine's servers unless allowed (--allow-remote)"},
 		{[]string{"--target", "127.0.0.1:80", "--bin", "/bin/a"}, "--target"},
 		{[]string{"--target", "127.0.0.1:80", "--budget", "cpus=0"}, "--target"},
 		{[]string{"--server-pid", "42"}, "only with --target"},
-		{[]string{"--target", "127.0.0.1:80", "--server-pid", "-3"}, "--server-pid"},
+		{[]string{"--target", "127.0.0.1:80", "--server-pid", "-3"}, "--server-pid: -3 is not a process ID"},
 		{[]string{"--soak", "1m", "--rate", "100"}, "--soak: 1m0s is shorter than two --soak-interval (1m0s)"},
 		{[]string{"--soak", "10m"}, "--soak: needs --rate"},
 		{[]string{"--soak", "10m", "--rate", "10", "--duration", "1s"}, "--soak"},
@@ -260,11 +266,11 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--call", "/a.B/C", "--payload", "1KiB"}, "--payload: Echo's payload; a --call method's requests are --data or --data-file"},
 		{[]string{"--call", "/a.B/C", "-d", "{}", "-D", "reqs.jsonl"}, "[data data-file] were all set"},
 		{[]string{"--call", "/a.B/C", "--proto", "a.proto", "--protoset", "a.protoset"}, "[proto protoset] were all set"},
-		{[]string{"--call", "/a.B/C", "-i", "api"}, "--import-paths: only with --proto"},
+		{[]string{"--call", "/a.B/C", "-i", "api"}, "--import-paths: where .proto files find their imports: only with .proto files (--proto)"},
 		{[]string{"--call", "/a.B/C", "-m", "authorization"}, `--metadata: an entry without a key before "="`},
 		{[]string{"--call", "/a.B/C", "--protoset", "/nonexistent.protoset"}, "--protoset: read protoset /nonexistent.protoset"},
-		{[]string{"--call", "/a.B/C", "--protocol", "http1"}, "--call: a gRPC method; --protocol http1"},
-		{[]string{"--call", "/a.B/C", "--scenario", "stream"}, "--scenario stream: is coldstart's EchoStream ping-pong"},
+		{[]string{"--call", "/a.B/C", "--protocol", "http1"}, "--call: a gRPC method, called over grpc only; protocol http1 loads the HTTP path instead"},
+		{[]string{"--call", "/a.B/C", "--scenario", "stream"}, "--scenario: stream is coldstart's EchoStream ping-pong"},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -286,5 +292,51 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("run --help lacks %q", s)
 		}
+	}
+}
+
+// TestConfigFlags keeps configFlags true to both sides: each key is a
+// field path of steady.Config, and each flag it names is one of run's.
+func TestConfigFlags(t *testing.T) {
+	run := newRunCmd(nil)
+	for option, flags := range configFlags {
+		typ := reflect.TypeFor[steady.Config]()
+		for _, name := range strings.Split(option, ".") {
+			for typ.Kind() == reflect.Pointer {
+				typ = typ.Elem()
+			}
+			f, ok := typ.FieldByName(name)
+			if !ok {
+				t.Errorf("configFlags: %s: steady.Config has no field %s", option, name)
+				break
+			}
+			typ = f.Type
+		}
+		for _, flag := range strings.Split(flags, ", ") {
+			if name, ok := strings.CutPrefix(flag, "--"); ok && run.Flags().Lookup(name) == nil {
+				t.Errorf("configFlags: %s: run has no flag %s", option, flag)
+			}
+		}
+	}
+}
+
+// TestFlagError: an error about a setting names its flag, and the flag
+// that would fix it, once; the context around it stays; errors.Is still
+// sees what it wraps.
+func TestFlagError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := steady.Run(ctx, steady.Config{Target: &steady.Target{Addr: prober.Target{Network: "tcp", Address: "192.0.2.1:80"}}}, nil)
+	const want = "--target: 192.0.2.1:80 is not a loopback address; steady loads only this machine's servers unless allowed (--allow-remote)"
+	if got := flagError(err); got == nil || got.Error() != want {
+		t.Errorf("flagError(%v) = %v, want %q", err, got, want)
+	}
+	wrapped := fmt.Errorf("default arm on knative: %w", err)
+	if got := flagError(wrapped); got == nil || got.Error() != "default arm on knative: "+want || !errors.Is(got, err) {
+		t.Errorf("flagError(%v) = %v, want %q wrapping it", wrapped, got, "default arm on knative: "+want)
+	}
+	plain := errors.New("no server to measure")
+	if got := flagError(plain); got != plain {
+		t.Errorf("flagError(%v) = %v, want it as it is", plain, got)
 	}
 }
