@@ -75,7 +75,8 @@ type Arm struct {
 // HTTP/1.1 JSON on {http_addr}.
 var SampleArgs = []string{"--addr={addr}", "--http-addr={http_addr}"}
 
-// Config says what to run. Zero fields take the defaults named on them.
+// Config says what to run. Zero fields take the defaults named on them,
+// which Defaults returns.
 type Config struct {
 	Arms []Arm
 	// Target is a running server to load instead of starting Arms.
@@ -201,39 +202,71 @@ func roundLines(cfg Config) int {
 	return n
 }
 
+// Defaults returns the settings Config's zero fields stand for: the one
+// place they are set, which Run (through withDefaults) and front ends
+// (steady run's flag defaults) both take them from, so that they cannot
+// drift apart. The settings whose defaults follow from others (RampStep
+// and RampMax from Rate; Payloads with a Call) stay zero, as do those
+// with no value to show (Launcher, Log).
+func Defaults() Config {
+	return Config{
+		Budgets:      []budget.Budget{{}},
+		Protocols:    []Protocol{GRPC},
+		Scenarios:    []Scenario{Sequential, Throughput},
+		Payloads:     []int{8},
+		Concurrency:  []int{1, 32},
+		Conns:        []int{1},
+		Pipeline:     []int{1},
+		Warmup:       20000,
+		Calls:        50000,
+		RampP99:      10 * time.Millisecond,
+		RampErrors:   0.01,
+		MaxInFlight:  128,
+		HTTPPath:     "/echo",
+		Rounds:       DefaultRounds,
+		Confidence:   stats.DefaultConfidence,
+		Client:       ClientGRPC,
+		SoakInterval: time.Minute,
+		WindowLimit:  10 * time.Minute,
+	}
+}
+
+// withDefaults fills c's zero fields from Defaults, and those whose
+// defaults follow from other settings.
 func (c Config) withDefaults() Config {
+	d := Defaults()
 	if len(c.Budgets) == 0 {
-		c.Budgets = []budget.Budget{{}}
+		c.Budgets = d.Budgets
 	}
 	if len(c.Protocols) == 0 {
-		c.Protocols = []Protocol{GRPC}
+		c.Protocols = d.Protocols
 	}
 	if len(c.Scenarios) == 0 {
-		c.Scenarios = []Scenario{Sequential, Throughput}
+		c.Scenarios = d.Scenarios
 	}
 	if len(c.Payloads) == 0 {
-		c.Payloads = []int{8}
+		c.Payloads = d.Payloads
 	}
 	if c.Call != nil {
 		c.Payloads = []int{0} // the requests are the Call's
 	}
 	if len(c.Concurrency) == 0 {
-		c.Concurrency = []int{1, 32}
+		c.Concurrency = d.Concurrency
 	}
 	if len(c.Conns) == 0 {
-		c.Conns = []int{1}
+		c.Conns = d.Conns
 	}
 	if len(c.Pipeline) == 0 {
-		c.Pipeline = []int{1}
+		c.Pipeline = d.Pipeline
 	}
 	if c.Warmup == 0 {
-		c.Warmup = 20000
+		c.Warmup = d.Warmup
 	}
 	if c.Warmup < 0 {
 		c.Warmup = 0
 	}
 	if c.Calls == 0 {
-		c.Calls = 50000
+		c.Calls = d.Calls
 	}
 	if c.RampStep == 0 {
 		c.RampStep = c.Rate
@@ -242,16 +275,16 @@ func (c Config) withDefaults() Config {
 		c.RampMax = 100 * c.Rate
 	}
 	if c.RampP99 == 0 {
-		c.RampP99 = 10 * time.Millisecond
+		c.RampP99 = d.RampP99
 	}
 	if c.RampErrors == 0 {
-		c.RampErrors = 0.01
+		c.RampErrors = d.RampErrors
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 128
+		c.MaxInFlight = d.MaxInFlight
 	}
 	if c.HTTPPath == "" {
-		c.HTTPPath = "/echo"
+		c.HTTPPath = d.HTTPPath
 	}
 	if c.Launcher == nil {
 		c.Launcher = launch.Process{}
@@ -260,16 +293,19 @@ func (c Config) withDefaults() Config {
 		c.Log = io.Discard
 	}
 	if c.Rounds == 0 {
-		c.Rounds = DefaultRounds
+		c.Rounds = d.Rounds
+	}
+	if c.Confidence == 0 {
+		c.Confidence = d.Confidence
 	}
 	if c.Client == "" {
-		c.Client = ClientGRPC
+		c.Client = d.Client
 	}
 	if c.SoakInterval == 0 {
-		c.SoakInterval = time.Minute
+		c.SoakInterval = d.SoakInterval
 	}
 	if c.WindowLimit == 0 {
-		c.WindowLimit = 10 * time.Minute
+		c.WindowLimit = d.WindowLimit
 	}
 	return c
 }
@@ -313,7 +349,7 @@ func (c Config) Validate() error {
 	if c.Soak != 0 {
 		iv := c.SoakInterval
 		if iv == 0 {
-			iv = time.Minute
+			iv = Defaults().SoakInterval
 		}
 		if iv < 0 {
 			return optionf("SoakInterval", "%v is negative", iv)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
@@ -416,6 +417,21 @@ func rampErrors(p99 time.Duration) float64 {
 		return 1
 	}
 	return 0
+}
+
+// TestDefaults: a zero Config runs with what Defaults says, and the
+// defaults pass Validate.
+func TestDefaults(t *testing.T) {
+	got := Config{}.withDefaults()
+	got.Launcher, got.Log = nil, nil
+	if diff := cmp.Diff(Defaults(), got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
+		t.Errorf("Config{}.withDefaults() (-Defaults +got):\n%s", diff)
+	}
+	d := Defaults()
+	d.Arms = []Arm{{Name: "a", Path: "/bin/true"}}
+	if err := d.Validate(); err != nil {
+		t.Errorf("Defaults().Validate() = %v", err)
+	}
 }
 
 // TestValidate: a setting that cannot run is an OptionError naming it by

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/grpcschema"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/size"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
@@ -70,12 +72,17 @@ type runOptions struct {
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
+	// The flags' defaults are steady's own: one place says what each
+	// setting is when not given.
+	d := steady.Defaults()
 	o := &runOptions{
-		Common:    cliopts.New("steady", []string{"default", "static", "upx", "pgo", "image"}),
-		Protocols: "grpc", Payloads: "8B", Concurrency: "1,32", Conns: "1", Pipeline: "1",
-		Warmup: 20000, Calls: 50000, Rounds: steady.DefaultRounds, Confidence: stats.DefaultConfidence, RampP99: 10 * time.Millisecond, RampErrors: 0.01,
-		MaxInFlight: 128, HTTPPath: "/echo",
-		Client: "grpc", SoakInterval: time.Minute, WindowLimit: 10 * time.Minute,
+		Common:      cliopts.New("steady", []string{"default", "static", "upx", "pgo", "image"}),
+		Protocols:   list(d.Protocols, func(p steady.Protocol) string { return string(p) }),
+		Payloads:    list(d.Payloads, func(n int) string { return size.Format(int64(n)) + "B" }),
+		Concurrency: list(d.Concurrency, strconv.Itoa), Conns: list(d.Conns, strconv.Itoa), Pipeline: list(d.Pipeline, strconv.Itoa),
+		Warmup: d.Warmup, Calls: d.Calls, Rounds: d.Rounds, Confidence: d.Confidence, RampP99: d.RampP99, RampErrors: d.RampErrors,
+		MaxInFlight: d.MaxInFlight, HTTPPath: d.HTTPPath,
+		Client: string(d.Client), SoakInterval: d.SoakInterval, WindowLimit: d.WindowLimit,
 		Cluster: cliopts.NewCluster(),
 	}
 	cmd := &cobra.Command{
@@ -177,6 +184,15 @@ verdict: stable or drifting.`,
 	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
+}
+
+// list is a flag's comma-separated default, each value as text says.
+func list[T any](vs []T, text func(T) string) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = text(v)
+	}
+	return strings.Join(s, ",")
 }
 
 // configFlags are the flags run sets steady.Config's settings from, by
