@@ -396,7 +396,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Rounds < 0 {
-		return optionf("Rounds", "%d, want at least 1 measured window per arm and step", c.Rounds)
+		return optionf("Rounds", "%d is negative", c.Rounds)
 	}
 	if c.Confidence != 0 {
 		if err := stats.CheckConfidence(c.Confidence); err != nil {

@@ -294,12 +294,10 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	case o.Rate > 0 && o.Soak == 0:
 		c.Scenarios = []steady.Scenario{steady.Open}
 	}
-	if o.Ramp && o.Rate == 0 {
-		return errors.New("--ramp: needs --rate (the first step's calls/s) and --duration")
-	}
-	if o.Rate > 0 && o.Duration == 0 && o.Soak == 0 {
-		return errors.New("--rate: needs --duration (how long each open-loop step runs)")
-	}
+	// steady.Config reads a 0 as its default, so it cannot check one;
+	// these flags already hold steady's defaults, so a 0 given here is
+	// refused (for --warmup, passed on as none) rather than taken for
+	// the default.
 	if o.Warmup < 0 {
 		return fmt.Errorf("--warmup: %d, want 0 or more calls", o.Warmup)
 	}
@@ -347,9 +345,6 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		}
 	}
 	if o.Target != "" && o.On == "local" {
-		if o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 || o.Arms.Given() {
-			return errors.New("--target: loads a running server; --bin, --arms, PKG and server arguments start servers: give one or the other")
-		}
 		if cmd.Flags().Changed("budget") || len(o.PinServer) > 0 {
 			return errors.New("--target: --budget and --pin-server apply to servers steady starts; this one is already running")
 		}
@@ -362,12 +357,6 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return errors.New("--server-pid, --debug-addr, --allow-remote: only with --target (steady meters the servers it starts itself)")
 	}
 	if o.Soak != 0 {
-		if o.Rate <= 0 {
-			return errors.New("--soak: needs --rate (calls per second)")
-		}
-		if o.Soak < 2*o.SoakInterval {
-			return fmt.Errorf("--soak: %v is shorter than two --soak-interval (%v); a trend needs at least two rows", o.Soak, o.SoakInterval)
-		}
 		if cmd.Flags().Changed("duration") || o.Ramp || o.Scenarios != "" {
 			return errors.New("--soak: runs its own open loop; --duration, --ramp and --scenario do not apply")
 		}
@@ -382,19 +371,20 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	if err := o.callConfig(cmd); err != nil {
 		return err
 	}
-	if err := o.CheckBaseline(o.armNames()); err != nil {
-		return err
-	}
-	// Arms are built at run time; check the rest with a stand-in.
+	// steady checks the settings, each once: the arms are built at run
+	// time, so it checks them with a stand-in, there whenever the flags
+	// start servers (beside --target too, which steady refuses).
 	check := *c
 	if o.On == "knative" {
 		// Each arm's target is resolved from the cluster at run time.
 		check.Target = &steady.Target{Addr: prober.Target{Network: "tcp", Address: "127.0.0.1:80"}}
-	}
-	if len(check.Arms) == 0 && check.Target == nil {
+	} else if o.Target == "" || o.Bin.Given() || o.Pkg != "" || len(o.ServerArgs) > 0 || o.Arms.Given() {
 		check.Arms = []steady.Arm{{Name: "default", Path: "server"}}
 	}
-	return check.Validate()
+	if err := check.Validate(); err != nil {
+		return err
+	}
+	return o.CheckBaseline(o.armNames())
 }
 
 // callConfig fills cfg.Call from --call and the flags that go with it.
