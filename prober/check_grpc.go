@@ -100,7 +100,7 @@ func ResolveMethod(ctx context.Context, t Target, method string, jsonRequest []b
 func cleanMethod(method string) (string, error) {
 	m, _, _, err := grpcschema.ParseMethod(method)
 	if err != nil {
-		return "", fmt.Errorf("--probe: %w", err)
+		return "", err
 	}
 	return m, nil
 }
@@ -172,10 +172,10 @@ func (g *GRPCMethod) Prepare(ctx context.Context, t Target) error {
 	req := dynamicpb.NewMessage(md.Input())
 	if g.binary {
 		if err := proto.Unmarshal(g.request, req); err != nil {
-			return fmt.Errorf("%w: --probe-request: not a binary %s (a file ending in .json is read as JSON): %v", ErrBadProbe, md.Input().FullName(), err)
+			return fmt.Errorf("%w: %w", ErrBadProbe, optionf("request", "not a binary %s (a file ending in .json is read as JSON): %v", md.Input().FullName(), err))
 		}
 	} else if req, err = grpcschema.NewRequest(md, g.request); err != nil {
-		return fmt.Errorf("%w: --probe-request: %v", ErrBadProbe, err)
+		return fmt.Errorf("%w: %w", ErrBadProbe, &OptionError{Option: "request", Err: err})
 	}
 	g.req, g.out, g.resolved = req, md.Output(), true
 	return nil

@@ -43,7 +43,7 @@ var _ Checker = (*HTTP)(nil)
 func NewHTTP(raw string) (*HTTP, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "http" && scheme != "h2c") {
-		return nil, fmt.Errorf("--probe: %q is not an http:// or h2c:// URL", raw)
+		return nil, fmt.Errorf("%q is not an http:// or h2c:// URL", raw)
 	}
 	hostport, path := rest, "/"
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
@@ -54,7 +54,7 @@ func NewHTTP(raw string) (*HTTP, error) {
 	}
 	u, err := url.Parse("http://localhost" + path)
 	if err != nil || u.Host != "localhost" {
-		return nil, fmt.Errorf("--probe: bad path in %q: %v", raw, err)
+		return nil, fmt.Errorf("bad path in %q: %v", raw, err)
 	}
 	h := &HTTP{H2C: scheme == "h2c", Path: u.RequestURI()}
 	switch {
@@ -73,7 +73,7 @@ func NewHTTP(raw string) (*HTTP, error) {
 		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
 	}
 	if strings.ContainsAny(host+port, "{}") {
-		return nil, fmt.Errorf("--probe: %q: only {addr} or HOST:{port} may stand for the address", raw)
+		return nil, fmt.Errorf("%q: only {addr} or HOST:{port} may stand for the address", raw)
 	}
 	if err := checkLoopback(raw, host); err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func IsLoopback(host string) bool {
 
 func checkLoopback(raw, host string) error {
 	if !IsLoopback(host) {
-		return fmt.Errorf("--probe: %q: host %q is not loopback; coldstart probes only 127.0.0.0/8, ::1, localhost or a Unix socket", raw, host)
+		return fmt.Errorf("%q: host %q is not loopback; coldstart probes only 127.0.0.0/8, ::1, localhost or a Unix socket", raw, host)
 	}
 	return nil
 }

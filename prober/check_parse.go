@@ -13,11 +13,11 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ProbeKinds lists the --probe forms, for help text and errors.
+// ProbeKinds lists the probe forms ParseProbe reads, for help text and
+// errors.
 const ProbeKinds = "health, health:SERVICE, /package.Service/Method, http://HOST:PORT/path, h2c://HOST:PORT/path, tcp"
 
-// ParseProbe turns a --probe value and a --probe-request value into a
-// Checker:
+// ParseProbe turns a probe spec and its request into a Checker:
 //
 //	health | health:SERVICE   grpc.health.v1 Check (the default, also for "")
 //	/pkg.Service/Method       a unary gRPC method (types by reflection)
@@ -29,15 +29,17 @@ const ProbeKinds = "health, health:SERVICE, /package.Service/Method, http://HOST
 // ending in .json holds JSON and any other file the protobuf binary
 // encoding; for HTTP the request is POSTed as the body (JSON text as
 // application/json). Files are read here, before any measurement. A gRPC
-// method probe comes back unresolved: call Prepare before measuring.
+// method probe comes back unresolved: call Prepare before measuring. Its
+// errors are *OptionError, naming the input at fault: "probe" (spec) or
+// "request".
 func ParseProbe(spec, request string) (Checker, error) {
 	body, fromFile, err := loadRequest(request)
 	if err != nil {
-		return nil, err
+		return nil, &OptionError{Option: "request", Err: err}
 	}
 	noRequest := func(kind string) error {
 		if request != "" {
-			return fmt.Errorf("--probe-request: the %s probe takes no request (only a gRPC method or an HTTP probe does)", kind)
+			return optionf("request", "the %s probe takes no request (only a gRPC method or an HTTP probe does)", kind)
 		}
 		return nil
 	}
@@ -51,7 +53,7 @@ func ParseProbe(spec, request string) (Checker, error) {
 	case strings.HasPrefix(spec, "http://"), strings.HasPrefix(spec, "h2c://"):
 		h, err := NewHTTP(spec)
 		if err != nil {
-			return nil, err
+			return nil, &OptionError{Option: "probe", Err: err}
 		}
 		if request != "" {
 			h.Body, h.ContentType = body, "application/octet-stream"
@@ -61,15 +63,19 @@ func ParseProbe(spec, request string) (Checker, error) {
 		}
 		return h, nil
 	case strings.Contains(spec, "/") && !strings.Contains(spec, "://"):
+		newMethod := NewGRPCMethod
 		if fromFile != "" && !strings.HasSuffix(fromFile, ".json") {
-			return NewGRPCMethodBinary(spec, body)
+			newMethod = NewGRPCMethodBinary
+		} else if len(body) > 0 && !json.Valid(body) {
+			return nil, optionf("request", "not valid JSON: %.60q (use @FILE for a binary protobuf request)", body)
 		}
-		if len(body) > 0 && !json.Valid(body) {
-			return nil, fmt.Errorf("--probe-request: not valid JSON: %.60q (use @FILE for a binary protobuf request)", body)
+		g, err := newMethod(spec, body)
+		if err != nil {
+			return nil, &OptionError{Option: "probe", Err: err}
 		}
-		return NewGRPCMethod(spec, body)
+		return g, nil
 	}
-	return nil, fmt.Errorf("--probe: unknown probe %q (known: %s)", spec, ProbeKinds)
+	return nil, optionf("probe", "unknown probe %q (known: %s)", spec, ProbeKinds)
 }
 
 func loadRequest(request string) (body []byte, file string, err error) {
@@ -79,7 +85,7 @@ func loadRequest(request string) (body []byte, file string, err error) {
 	if file, ok := strings.CutPrefix(request, "@"); ok {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, "", fmt.Errorf("--probe-request: read %s: %w", file, err)
+			return nil, "", fmt.Errorf("read %s: %w", file, err)
 		}
 		return b, file, nil
 	}

@@ -211,7 +211,7 @@ func TestGRPCMethodBadInput(t *testing.T) {
 			[]string{"has no method Shout", "methods: Echo, EchoStream"}},
 		{"streaming method", "/coldstart.echo.v1.Echo/EchoStream", "", []string{"streaming"}},
 		{"unknown field", "/coldstart.echo.v1.Echo/Echo", `{"paylod":"aGk="}`,
-			[]string{"--probe-request", "coldstart.echo.v1.EchoRequest", `"paylod"`, "fields: payload"}},
+			[]string{"bad probe: request: ", "coldstart.echo.v1.EchoRequest", `"paylod"`, "fields: payload"}},
 		{"wrong type", "/coldstart.echo.v1.Echo/Echo", `{"payload":5}`,
 			[]string{"coldstart.echo.v1.EchoRequest", "payload"}},
 	} {

@@ -190,24 +190,24 @@ func targetOf(v Vars) string {
 	return "unset"
 }
 
-// ParseAddr parses a fixed server address (--addr): host:port on a loopback
+// ParseAddr parses a server's fixed address: host:port on a loopback
 // host, or unix:/path (also unix:///path). A server that insists on one
 // address is probed there; EnsureFree refuses to start it while anything
-// answers at it.
+// answers at it. Its errors name the address, not where it came from.
 func ParseAddr(s string) (Target, error) {
 	if p, ok := strings.CutPrefix(s, "unix:"); ok {
 		p = strings.TrimPrefix(p, "//")
 		if !strings.HasPrefix(p, "/") {
-			return Target{}, fmt.Errorf("--addr: %q: a Unix socket needs an absolute path (unix:/path/to.sock)", s)
+			return Target{}, fmt.Errorf("%q: a Unix socket needs an absolute path (unix:/path/to.sock)", s)
 		}
 		return Target{Network: "unix", Address: p}, nil
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil || port == "" || port == "0" {
-		return Target{}, fmt.Errorf("--addr: %q is not host:port or unix:/path", s)
+		return Target{}, fmt.Errorf("%q is not host:port or unix:/path", s)
 	}
 	if !IsLoopback(host) {
-		return Target{}, fmt.Errorf("--addr: %q: host %q is not loopback; coldstart runs servers on 127.0.0.0/8, ::1 or localhost", s, host)
+		return Target{}, fmt.Errorf("%q: host %q is not loopback; coldstart runs servers on 127.0.0.0/8, ::1 or localhost", s, host)
 	}
 	if strings.EqualFold(host, "localhost") {
 		host = "127.0.0.1" // what the server most likely binds; no resolver in the loop
@@ -216,8 +216,9 @@ func ParseAddr(s string) (Target, error) {
 }
 
 // ChooseTarget decides where one instance listens. A fixed address wins:
-// fixed (from --addr; zero = none), or else the address a probe URL names
-// (http://127.0.0.1:9000/...). Without one, the server gets the Unix socket
+// fixed (the server's own, as ParseAddr reads it; zero = none), or else
+// the address a probe URL names (http://127.0.0.1:9000/...); a probe URL
+// that names another is an OptionError about the probe. Without one, the server gets the Unix socket
 // SocketPath(dir) when its template uses {socket} (dir is the instance's own
 // directory), else a free loopback TCP port. Call it once per instance; with
 // a fixed address, call EnsureFree before each start and WaitFree after each
@@ -225,7 +226,7 @@ func ParseAddr(s string) (Target, error) {
 func ChooseTarget(fixed Target, c Checker, tmpl Template, dir string) (Target, error) {
 	if h, ok := c.(*HTTP); ok && h.Fixed.Address != "" {
 		if fixed.Address != "" && fixed != h.Fixed {
-			return Target{}, fmt.Errorf("--probe names %s but --addr says %s: give one, or the same address", h.Fixed, fixed)
+			return Target{}, optionf("probe", "names %s, but the server's fixed address is %s: give one, or the same address", h.Fixed, fixed)
 		}
 		fixed = h.Fixed
 	}

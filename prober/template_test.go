@@ -1,6 +1,8 @@
 package prober_test
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,8 +100,8 @@ func TestParseAddr(t *testing.T) {
 	} {
 		got, err := prober.ParseAddr(tt.in)
 		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "--addr") {
-				t.Errorf("ParseAddr(%q) = %v, %v; want an --addr error mentioning %q", tt.in, got, err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), strconv.Quote(tt.in)) || strings.Contains(err.Error(), "--") {
+				t.Errorf("ParseAddr(%q) = %v, %v; want an error naming the address (no flag) and mentioning %q", tt.in, got, err, tt.wantErr)
 			}
 			continue
 		}
@@ -131,24 +133,30 @@ func TestParseProbe(t *testing.T) {
 		{spec: "/coldstart.echo.v1.Echo/Echo", request: `{"payload":"aGk="}`, name: "grpc-method /coldstart.echo.v1.Echo/Echo"},
 		{spec: "coldstart.echo.v1.Echo/Echo", name: "grpc-method /coldstart.echo.v1.Echo/Echo"},
 
-		{spec: "http://10.0.0.1:8080/healthz", wantErr: `host "10.0.0.1" is not loopback`},
+		{spec: "http://10.0.0.1:8080/healthz", wantErr: `probe: "http://10.0.0.1:8080/healthz": host "10.0.0.1" is not loopback`},
 		{spec: "http://example.com/healthz", wantErr: `host "example.com" is not loopback`},
 		{spec: "h2c://[2001:db8::1]:80/", wantErr: "is not loopback"},
 		{spec: "http://0.0.0.0:{port}/", wantErr: "is not loopback"},
 		{spec: "http://127.0.0.1:{prt}/", wantErr: "only {addr} or HOST:{port}"},
-		{spec: "https://127.0.0.1:9/", wantErr: "unknown probe"},
+		{spec: "https://127.0.0.1:9/", wantErr: `probe: unknown probe "https://127.0.0.1:9/"`},
 		{spec: "grpc", wantErr: "known: health"},
-		{spec: "/coldstart.echo.v1.Echo/", wantErr: "not a gRPC method"},
-		{spec: "/coldstart.echo.v1.Echo/Echo", request: `{"payload":`, wantErr: "not valid JSON"},
-		{spec: "/coldstart.echo.v1.Echo/Echo", request: "@/nonexistent/req.bin", wantErr: "read /nonexistent/req.bin"},
-		{spec: "health", request: "{}", wantErr: "--probe-request: the health probe takes no request"},
-		{spec: "tcp", request: "{}", wantErr: "the tcp probe takes no request"},
+		{spec: "/coldstart.echo.v1.Echo/", wantErr: "probe: \"/coldstart.echo.v1.Echo/\" is not a gRPC method"},
+		{spec: "/coldstart.echo.v1.Echo/Echo", request: `{"payload":`, wantErr: "request: not valid JSON"},
+		{spec: "/coldstart.echo.v1.Echo/Echo", request: "@/nonexistent/req.bin", wantErr: "request: read /nonexistent/req.bin"},
+		{spec: "health", request: "{}", wantErr: "request: the health probe takes no request"},
+		{spec: "tcp", request: "{}", wantErr: "request: the tcp probe takes no request"},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			got, err := prober.ParseProbe(tt.spec, tt.request)
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseProbe(%q, %q) = %v, %v; want error mentioning %q", tt.spec, tt.request, got, err, tt.wantErr)
+				// Every case with a request is about the request.
+				option := "probe"
+				if tt.request != "" {
+					option = "request"
+				}
+				var oe *prober.OptionError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &oe) || oe.Option != option {
+					t.Fatalf("ParseProbe(%q, %q) = %v, %v; want an OptionError about the %s mentioning %q", tt.spec, tt.request, got, err, option, tt.wantErr)
 				}
 				return
 			}
@@ -192,12 +200,12 @@ func TestChooseTarget(t *testing.T) {
 		wantErr string
 	}{
 		{name: "free port", probe: "health"},
-		{name: "--addr", fixed: fixed, probe: "health", want: fixed},
+		{name: "fixed address", fixed: fixed, probe: "health", want: fixed},
 		{name: "probe URL names the address", probe: "http://127.0.0.1:9000/healthz", want: fixed},
 		{name: "same in both", fixed: fixed, probe: "http://127.0.0.1:9000/healthz", want: fixed},
 		{name: "socket", probe: "health", tmpl: []string{"--unix", "{socket}"}, want: sock},
 		{name: "fixed socket", fixed: sock, probe: "health", tmpl: []string{"--unix", "{socket}"}, want: sock},
-		{name: "conflict", fixed: fixed, probe: "http://127.0.0.1:9001/", wantErr: "--probe names tcp://127.0.0.1:9001 but --addr says tcp://127.0.0.1:9000"},
+		{name: "conflict", fixed: fixed, probe: "http://127.0.0.1:9001/", wantErr: "probe: names tcp://127.0.0.1:9001, but the server's fixed address is tcp://127.0.0.1:9000: give one, or the same address"},
 		{name: "socket path too long", probe: "health", tmpl: []string{"{socket}"}, dir: "/tmp/" + strings.Repeat("d", 100), wantErr: "over the 107-byte limit"},
 		{name: "socket template, tcp addr", fixed: fixed, probe: "health", tmpl: []string{"{socket}"}, wantErr: "use {socket}"},
 	} {

@@ -81,5 +81,31 @@ func (o *serverOptions) fixedAddr() (prober.Target, error) {
 	if o.Addr == "" {
 		return prober.Target{}, nil
 	}
-	return prober.ParseAddr(o.Addr)
+	t, err := prober.ParseAddr(o.Addr)
+	if err != nil {
+		return prober.Target{}, fmt.Errorf("--addr: %w", err)
+	}
+	return t, nil
+}
+
+// probeFlags are the flags prober.ParseProbe's inputs come from, by the
+// names its errors give them (prober.OptionError): the one table
+// flagError reads.
+var probeFlags = map[string]string{"probe": "--probe", "request": "--probe-request"}
+
+// flagError is err as the user reads it: where prober says which input of
+// a probe is wrong (a prober.OptionError, with the context around it
+// kept: the arm, the run), the message names the flag it came from
+// instead. prober knows no flags, so that its checks and their words
+// live once, in prober.
+func flagError(err error) error {
+	var oe *prober.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	flag, ok := probeFlags[oe.Option]
+	if !ok {
+		return err
+	}
+	return cliopts.ReplaceMessage(err, oe, flag+": "+oe.Err.Error())
 }

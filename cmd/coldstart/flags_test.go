@@ -20,6 +20,9 @@ func parseFlags[O any](t *testing.T, name string, newCmd func(func(context.Conte
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	err := cmd.Execute()
+	if err != nil {
+		err = flagError(err) // as run prints it
+	}
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("%s %q = %v, want error containing %q", name, args, err, wantErr)

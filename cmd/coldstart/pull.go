@@ -149,7 +149,7 @@ func (o *pullOptions) validate() error {
 		return err
 	}
 	if _, err := prober.ParseProbe(o.Probe, ""); err != nil {
-		return fmt.Errorf("--probe: %w", err)
+		return err
 	}
 	return nil
 }

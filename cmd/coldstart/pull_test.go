@@ -58,6 +58,7 @@ func TestPullFlags(t *testing.T) {
 		{name: "unknown upx level", args: []string{"--upx-level", "ultra"}, wantErr: `--upx-level: unknown upx level "ultra" (known: default, best, lzma)`},
 		{name: "port out of range", args: []string{"--registry-port", "70000"}, wantErr: "--registry-port: 70000, want 1..65535, or 0 for any free port"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "unknown probe", args: []string{"--probe", "ftp://x"}, wantErr: `--probe: unknown probe "ftp://x" (known: `},
 		{name: "named binaries", args: []string{"--bin", "v1=./a", "--bin", "v2=./b"},
 			want: base(func(o *pullOptions) {
 				o.Bin.Named = []campaign.Binary{{Name: "v1", Path: "./a"}, {Name: "v2", Path: "./b"}}

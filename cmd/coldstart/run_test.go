@@ -131,7 +131,11 @@ func TestRunFlags(t *testing.T) {
 			want: base(func(o *runOptions) { o.Prebuilt, o.Arms = "/arms", arms("default", "static") })},
 		{name: "prebuilt and bin", args: []string{"--prebuilt", "/arms", "--bin", "/bin/true"}, wantErr: "--prebuilt /arms: the arms are built already"},
 		{name: "bad output", args: []string{"-o", "yaml"}, wantErr: `unknown format "yaml"`},
-		{name: "bad addr", args: []string{"--addr", "unix:relative.sock"}, wantErr: "--addr"},
+		{name: "bad addr", args: []string{"--addr", "unix:relative.sock"}, wantErr: `--addr: "unix:relative.sock": a Unix socket needs an absolute path`},
+		{name: "unknown probe", args: []string{"--probe", "ftp://x"}, wantErr: `--probe: unknown probe "ftp://x" (known: `},
+		{name: "probe not loopback", args: []string{"--probe", "http://10.0.0.1/"}, wantErr: `--probe: "http://10.0.0.1/": host "10.0.0.1" is not loopback`},
+		{name: "request for a health probe", args: []string{"--probe-request", "{}"}, wantErr: "--probe-request: the health probe takes no request"},
+		{name: "request not JSON", args: []string{"--probe", "/a.B/C", "--probe-request", "{"}, wantErr: `--probe-request: not valid JSON: "{"`},
 		{name: "pin-server with budget", args: []string{"--pin-server", "0", "--budget", "max"}, wantErr: "pin-server"},
 		{name: "quiet and verbose", args: []string{"-q", "-v"}, wantErr: "[quiet verbose] were all set"},
 	}
