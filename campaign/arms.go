@@ -132,7 +132,7 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	}
 	envTmpl, err := prober.ParseTemplate(c.Env)
 	if err != nil {
-		return out, fmt.Errorf("--env: %w", err)
+		return out, fmt.Errorf("server environment: %w", err)
 	}
 	if c.Transport == TCP && tmpl.UsesSocket() {
 		return out, errors.New("server arguments use {socket}: add --transport unix")

@@ -34,14 +34,15 @@ type ImageArm struct {
 
 var armName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
-// ParseImageArm reads NAME=LAYOUT|TARBALL|REF.
+// ParseImageArm reads NAME=LAYOUT|TARBALL|REF. Its errors name the value,
+// not where it came from.
 func ParseImageArm(s string) (ImageArm, error) {
 	n, src, ok := strings.Cut(s, "=")
 	if !ok || n == "" || src == "" {
-		return ImageArm{}, fmt.Errorf("--image: %q, want NAME=LAYOUT, NAME=TARBALL or NAME=REGISTRY/REPO[:TAG|@DIGEST]", s)
+		return ImageArm{}, fmt.Errorf("%q, want NAME=LAYOUT, NAME=TARBALL or NAME=REGISTRY/REPO[:TAG|@DIGEST]", s)
 	}
 	if err := CheckArmName(n); err != nil {
-		return ImageArm{}, fmt.Errorf("--image: %w", err)
+		return ImageArm{}, err
 	}
 	return ImageArm{Name: n, Source: src}, nil
 }

@@ -44,8 +44,8 @@ func TestParseImageArm(t *testing.T) {
 	} {
 		got, err := ParseImageArm(tt.in)
 		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("ParseImageArm(%q) = %v, %v; want an error with %q", tt.in, got, err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "--") {
+				t.Errorf("ParseImageArm(%q) = %v, %v; want an error with %q, naming no flag", tt.in, got, err, tt.wantErr)
 			}
 			continue
 		}

@@ -119,7 +119,7 @@ func (o *serverOptions) images() ([]campaign.ImageArm, error) {
 	for _, s := range o.Images {
 		ia, err := campaign.ParseImageArm(s)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--image: %w", err)
 		}
 		images = append(images, ia)
 	}

@@ -232,6 +232,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"-q", "-v"}, "[quiet verbose] were all set"},
 		{[]string{"--bin", "a=/x", "--bin", "a=/y"}, `--bin: arm "a" given twice`},
 		{[]string{"--env", "NOEQUALS"}, "--env"},
+		{[]string{"--env", "A={prt}"}, `--env: server arguments: unknown placeholder {prt} in "A={prt}"`},
 		{[]string{"--budget", "cpus=0", "--pin-server", "0"}, "pin-server"},
 		{[]string{"--budget", "gpus=1"}, "--budget"},
 		{[]string{"-o", "yaml"}, "yaml"},

@@ -26,6 +26,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/runas"
+	"github.com/coldstart-go/coldstart/prober"
 )
 
 // Common are the shared flags, as parsed. Build one with New, bind it to
@@ -171,6 +172,10 @@ func (c *Common) Validate() error {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return fmt.Errorf("--env: %q, want K=V", provenance.RedactEnv(e))
 		}
+	}
+	// BuildArms fills the placeholders; a wrong one is refused before.
+	if _, err := prober.ParseTemplate(c.Env); err != nil {
+		return fmt.Errorf("--env: %w", err)
 	}
 	u, err := runas.Parse(c.RunAs)
 	if err != nil {
