@@ -2,18 +2,21 @@ package knative
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
-	servingclient "knative.dev/serving/pkg/client/clientset/versioned"
+	servingclient "knative.dev/serving/pkg/client/clientset/versioned/typed/serving/v1"
 )
 
 // Conditions callers branch on; check them with errors.Is.
@@ -29,11 +32,21 @@ var (
 	ErrNoNamespace = errors.New("namespace not found")
 )
 
-// Clients are the typed clients coldstart uses: Kubernetes (Deployments,
-// pods, discovery) and Knative Serving.
+// Clients are the clients coldstart uses. They are the few it needs rather
+// than client-go's and Knative's clientsets, which would bring every API
+// group's typed client, informers and scheme into each build of the
+// commands.
 type Clients struct {
-	Kube    kubernetes.Interface
-	Serving servingclient.Interface
+	// Kube reads and watches the Kubernetes objects coldstart looks at
+	// (namespaces, nodes, ConfigMaps, Deployments, pods), which are
+	// converted into the k8s.io/api types as they are read.
+	Kube dynamic.Interface
+	// Serving is Knative Serving's typed v1 client: Services.
+	Serving servingclient.ServingV1Interface
+	// REST makes the requests no resource client covers (/version); nil
+	// with fakes, where Preflight does not ping and ClusterNotes leave the
+	// version out.
+	REST rest.Interface
 	// Host is the API server's URL, for messages ("" with fakes).
 	Host string
 }
@@ -72,22 +85,30 @@ func (k Kubeconfig) Load() (*rest.Config, string, error) {
 	return cfg, ns, nil
 }
 
-// NewClients builds the clients for cfg.
+// NewClients builds the clients for cfg, sharing one HTTP client (and so
+// one connection pool) between them.
 func NewClients(cfg *rest.Config) (Clients, error) {
-	kc, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return Clients{}, fmt.Errorf("http client for %s: %w", cfg.Host, err)
+	}
+	kc, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return Clients{}, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
-	sc, err := servingclient.NewForConfig(cfg)
+	sc, err := servingclient.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return Clients{}, fmt.Errorf("knative client for %s: %w", cfg.Host, err)
 	}
-	return Clients{Kube: kc, Serving: sc, Host: cfg.Host}, nil
+	return Clients{Kube: kc, Serving: sc, REST: sc.RESTClient(), Host: cfg.Host}, nil
 }
 
 // Preflight checks, in order, that the API server answers, that it serves
 // Knative Services, and that namespace exists, so that a deploy fails with
-// one clear error before it creates anything.
+// one clear error before it creates anything. Knative counts as installed
+// unless listing its Services in namespace is NotFound, the API server's
+// answer for a resource it does not serve; credentials that may not list
+// them leave the question to the requests that follow.
 func Preflight(ctx context.Context, c Clients, namespace string) error {
 	host := c.Host
 	if host == "" {
@@ -97,23 +118,14 @@ func Preflight(ctx context.Context, c Clients, namespace string) error {
 		return fmt.Errorf("reach %s: %w: %v", host, ErrUnreachable, err)
 	}
 	gv := servingv1.SchemeGroupVersion.String()
-	rl, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("find %s services on %s: %w (install Knative Serving: https://knative.dev/docs/install/)", gv, host, ErrNoKnative)
-		}
-		return fmt.Errorf("discover %s on %s: %w", gv, host, err)
+	_, err := c.Serving.Services(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("find %s services on %s: %w (install Knative Serving: https://knative.dev/docs/install/)", gv, host, ErrNoKnative)
+	case err != nil && !apierrors.IsForbidden(err):
+		return fmt.Errorf("list %s services in %s on %s: %w", gv, namespace, host, err)
 	}
-	found := false
-	for _, r := range rl.APIResources {
-		if r.Name == "services" && r.Kind == "Service" {
-			found = true
-		}
-	}
-	if !found {
-		return fmt.Errorf("find %s services on %s: %w (the group is served, the Service kind is not)", gv, host, ErrNoKnative)
-	}
-	if _, err := c.Kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err != nil {
+	if _, err := c.Kube.Resource(namespacesResource).Get(ctx, namespace, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %q: %w (kubectl create namespace %s)", namespace, ErrNoNamespace, namespace)
 		}
@@ -130,21 +142,36 @@ const pingTimeout = 15 * time.Second
 
 // ping asks the API server for its version, within pingTimeout.
 func ping(ctx context.Context, c Clients) error {
-	rc := c.Kube.Discovery().RESTClient()
-	if rc == nil { // fakes
-		_, err := c.Kube.Discovery().ServerVersion()
-		return err
+	if c.REST == nil { // fakes
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	_, err := rc.Get().AbsPath("/version").DoRaw(ctx)
+	_, err := c.REST.Get().AbsPath("/version").DoRaw(ctx)
 	return err
+}
+
+// serverVersion is the API server's Kubernetes version (the GitVersion
+// of /version), "" when it cannot be read.
+func serverVersion(ctx context.Context, c Clients) string {
+	if c.REST == nil {
+		return ""
+	}
+	b, err := c.REST.Get().AbsPath("/version").DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	var v version.Info
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	return v.GitVersion
 }
 
 // allowsZeroInitialScale reads allow-zero-initial-scale from Knative's
 // config-autoscaler ConfigMap; unreadable counts as "no".
 func allowsZeroInitialScale(ctx context.Context, c Clients) bool {
-	cm, err := c.Kube.CoreV1().ConfigMaps(KnativeNamespace).Get(ctx, "config-autoscaler", metav1.GetOptions{})
+	cm, err := getAs[corev1.ConfigMap](ctx, c.Kube.Resource(configMapsResource).Namespace(KnativeNamespace), "config-autoscaler")
 	if err != nil {
 		return false
 	}

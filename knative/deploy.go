@@ -85,7 +85,7 @@ func Deploy(ctx context.Context, c Clients, arms []Arm, o DeployOptions) (out []
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		for _, name := range created {
-			derr := c.Serving.ServingV1().Services(ns).Delete(cctx, name, metav1.DeleteOptions{
+			derr := c.Serving.Services(ns).Delete(cctx, name, metav1.DeleteOptions{
 				PropagationPolicy: ptr(metav1.DeletePropagationBackground)})
 			if derr != nil && !apierrors.IsNotFound(derr) {
 				err = errors.Join(err, fmt.Errorf("clean up service %s/%s: %w", ns, name, derr))
@@ -141,7 +141,7 @@ func fillStatus(d *Deployed, svc *servingv1.Service) {
 // apply creates want, or updates the existing Service of that name if
 // coldstart created it. It reports whether it created the Service.
 func apply(ctx context.Context, c Clients, want *servingv1.Service) (created bool, err error) {
-	sc := c.Serving.ServingV1().Services(want.Namespace)
+	sc := c.Serving.Services(want.Namespace)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		have, err := sc.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -179,7 +179,7 @@ func apply(ctx context.Context, c Clients, want *servingv1.Service) (created boo
 // generation. When ctx ends first, the error wraps ErrNotReady and lists the
 // Service's last conditions.
 func WaitReady(ctx context.Context, c Clients, namespace, name string) (*servingv1.Service, error) {
-	sc := c.Serving.ServingV1().Services(namespace)
+	sc := c.Serving.Services(namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListFunc: func(lo metav1.ListOptions) (runtime.Object, error) {
@@ -262,7 +262,7 @@ func Delete(ctx context.Context, c Clients, namespace string, arms []string) ([]
 		}
 		sel = sel.Add(*req)
 	}
-	sc := c.Serving.ServingV1().Services(namespace)
+	sc := c.Serving.Services(namespace)
 	list, err := sc.List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("list services %s in %s: %w", sel, namespace, err)

@@ -13,36 +13,79 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	servingfake "knative.dev/serving/pkg/client/clientset/versioned/fake"
+	servingclient "knative.dev/serving/pkg/client/clientset/versioned/typed/serving/v1"
 )
 
+// kubeScheme has the kinds the fake Kubernetes client serves: core/v1 and
+// apps/v1.
+var kubeScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+// fakeKube is a fake Kubernetes (dynamic) client holding objs.
+func fakeKube(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClient(kubeScheme, objs...)
+}
+
+// unstructuredOf is obj, a core/v1 or apps/v1 object, as the dynamic
+// client sends and stores it.
+func unstructuredOf(obj runtime.Object) *unstructured.Unstructured {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	gvks, _, err := kubeScheme.ObjectKinds(obj)
+	if err != nil {
+		panic(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvks[0])
+	return u
+}
+
+// fakeServing is Knative's fake typed client with the clientset it is
+// part of, whose tracker fakeController writes to.
+type fakeServing struct {
+	servingclient.ServingV1Interface
+	cs *servingfake.Clientset
+}
+
 // fakeCluster is a Kubernetes and Knative fake with namespace ns and, when
-// knative is set, the serving.knative.dev/v1 Service kind discoverable.
+// knative is set, the serving.knative.dev/v1 Service kind served (else
+// listing Services is NotFound, as on an API server without the CRD).
 func fakeCluster(t *testing.T, ns string, knative bool, objs ...*servingv1.Service) Clients {
 	t.Helper()
-	kc := kubefake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if knative {
-		kc.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{
-			GroupVersion: servingv1.SchemeGroupVersion.String(),
-			APIResources: []metav1.APIResource{{Name: "services", Kind: "Service", Namespaced: true}},
-		}}
-	}
+	kc := fakeKube(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	sc := servingfake.NewSimpleClientset()
+	if !knative {
+		sc.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewNotFound(servingv1.Resource("services"), "")
+		})
+	}
 	for _, o := range objs {
 		if _, err := sc.ServingV1().Services(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return Clients{Kube: kc, Serving: sc}
+	return Clients{Kube: kc, Serving: fakeServing{sc.ServingV1(), sc}}
 }
 
 // fakeController stands in for Knative's controller on the fake clientset:
@@ -50,7 +93,7 @@ func fakeCluster(t *testing.T, ns string, knative bool, objs ...*servingv1.Servi
 // ready or failing. (A watching controller would race the fake's watches,
 // which have no resource versions to resume from.)
 func fakeController(c Clients, ready func(name string) bool) {
-	sc := c.Serving.(*servingfake.Clientset)
+	sc := c.Serving.(fakeServing).cs
 	gvr := servingv1.SchemeGroupVersion.WithResource("services")
 	sc.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s := a.(k8stesting.CreateAction).GetObject().(*servingv1.Service).DeepCopy()
@@ -86,7 +129,10 @@ func markStatus(s *servingv1.Service, ready bool) {
 
 func serviceNames(t *testing.T, c Clients, ns string) []string {
 	t.Helper()
-	l, err := c.Serving.ServingV1().Services(ns).List(context.Background(), metav1.ListOptions{})
+	l, err := c.Serving.Services(ns).List(context.Background(), metav1.ListOptions{})
+	if apierrors.IsNotFound(err) { // no Service kind, no Services
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +170,7 @@ func TestDeployCreatesThenUpdates(t *testing.T) {
 		t.Errorf("Deploy (-want +got):\n%s", d)
 	}
 	// No allow-zero-initial-scale in the cluster: auto resolves to 1.
-	s, err := c.Serving.ServingV1().Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
+	s, err := c.Serving.Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +192,7 @@ func TestDeployCreatesThenUpdates(t *testing.T) {
 			t.Errorf("second deploy created %s, want an update", d.Service)
 		}
 	}
-	s, _ = c.Serving.ServingV1().Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
+	s, _ = c.Serving.Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
 	if w := s.Spec.Template.Annotations["autoscaling.knative.dev/window"]; w != "30s" {
 		t.Errorf("window after update = %q, want 30s", w)
 	}
@@ -155,10 +201,10 @@ func TestDeployCreatesThenUpdates(t *testing.T) {
 func TestDeployZeroInitialScaleWhereAllowed(t *testing.T) {
 	ctx := context.Background()
 	c := fakeCluster(t, "bench", true)
-	_, err := c.Kube.CoreV1().ConfigMaps(KnativeNamespace).Create(ctx, &corev1.ConfigMap{
+	_, err := c.Kube.Resource(configMapsResource).Namespace(KnativeNamespace).Create(ctx, unstructuredOf(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "config-autoscaler", Namespace: KnativeNamespace},
 		Data:       map[string]string{"allow-zero-initial-scale": "true"},
-	}, metav1.CreateOptions{})
+	}), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +213,7 @@ func TestDeployZeroInitialScaleWhereAllowed(t *testing.T) {
 	if _, err := Deploy(ctx, c, testArms()[:1], o); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := c.Serving.ServingV1().Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
+	s, _ := c.Serving.Services("bench").Get(ctx, "coldstart-upx", metav1.GetOptions{})
 	if v := s.Spec.Template.Annotations["autoscaling.knative.dev/initial-scale"]; v != "0" {
 		t.Errorf("initial-scale = %q, want 0 where the cluster allows it", v)
 	}

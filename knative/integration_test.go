@@ -34,6 +34,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"knative.dev/serving/pkg/apis/serving"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
@@ -74,12 +75,18 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test's own writes, as Knative's controllers and the kubelet
+	// would make them.
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const ns = "bench"
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// No controller creates the default ServiceAccount; pods need it.
-	if _, err := c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := kc.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	o := testDeployOptions(ns)
@@ -114,7 +121,7 @@ func TestCluster(t *testing.T) {
 		so.InitialScale = 1 // auto, on a cluster without allow-zero-initial-scale
 		for _, a := range testArms() {
 			want, _ := NewService(a, so)
-			have, err := c.Serving.ServingV1().Services(ns).Get(ctx, want.Name, metav1.GetOptions{})
+			have, err := c.Serving.Services(ns).Get(ctx, want.Name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +139,7 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, d := range got {
-			have, _ := c.Serving.ServingV1().Services(ns).Get(ctx, d.Service, metav1.GetOptions{})
+			have, _ := c.Serving.Services(ns).Get(ctx, d.Service, metav1.GetOptions{})
 			if d.Created || !d.Ready || have.Generation != 2 || have.Spec.Template.Annotations["autoscaling.knative.dev/window"] != "30s" {
 				t.Errorf("after update: %+v, generation %d, annotations %v", d, have.Generation, have.Spec.Template.Annotations)
 			}
@@ -155,7 +162,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("scale from zero", func(t *testing.T) { testScaleFromZero(ctx, t, c, ns) })
+	t.Run("scale from zero", func(t *testing.T) { testScaleFromZero(ctx, t, c, kc, ns) })
 
 	t.Run("cluster notes", func(t *testing.T) {
 		n := ClusterNotes(ctx, c, ns)
@@ -175,7 +182,7 @@ func TestCluster(t *testing.T) {
 	t.Run("delete removes only coldstart's", func(t *testing.T) {
 		foreign, _ := NewService(Arm{Name: "mine", Image: "r.example/x@" + testDigest}, o.Service)
 		foreign.Name, foreign.Labels = "users-own", map[string]string{"team": "x"}
-		if _, err := c.Serving.ServingV1().Services(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Serving.Services(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := Delete(ctx, c, ns, nil)
@@ -196,7 +203,7 @@ func TestCluster(t *testing.T) {
 func playController(t *testing.T, c Clients, ns string, ready func(name string) bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Serving.ServingV1().Services(ns).Watch(ctx, metav1.ListOptions{})
+	w, err := c.Serving.Services(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +218,7 @@ func playController(t *testing.T, c Clients, ns string, ready func(name string) 
 			}
 			s = s.DeepCopy()
 			markStatus(s, ready(s.Name))
-			if _, err := c.Serving.ServingV1().Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			if _, err := c.Serving.Services(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
 				t.Errorf("update status of %s: %v", s.Name, err)
 			}
 		}
@@ -225,7 +232,7 @@ func playController(t *testing.T, c Clients, ns string, ready func(name string) 
 // health server on loopback.
 type fakeKnative struct {
 	t           *testing.T
-	c           Clients
+	kc          kubernetes.Interface
 	ns, svc     string
 	dep         string
 	demand      chan struct{}
@@ -288,7 +295,7 @@ func (k *fakeKnative) check(err error) bool {
 
 // scaleUp does what a scale from zero does in a cluster, in order.
 func (k *fakeKnative) scaleUp(ctx context.Context) {
-	deps := k.c.Kube.AppsV1().Deployments(k.ns)
+	deps := k.kc.AppsV1().Deployments(k.ns)
 	d, err := deps.Get(ctx, k.dep, metav1.GetOptions{})
 	if !k.check(err) {
 		return
@@ -302,7 +309,7 @@ func (k *fakeKnative) scaleUp(ctx context.Context) {
 		return
 	}
 	k.pods++ // the ReplicaSet controller
-	pods := k.c.Kube.CoreV1().Pods(k.ns)
+	pods := k.kc.CoreV1().Pods(k.ns)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: k.dep + "-" + string(rune('a'+k.pods)), Labels: k.labels()},
 		Spec: corev1.PodSpec{
@@ -366,8 +373,8 @@ func (k *fakeKnative) scaleUp(ctx context.Context) {
 // scaleDown answers each reason the wait for zero gives with the step
 // Knative would take next, so every rule is met in turn.
 func (k *fakeKnative) scaleDown(ctx context.Context, why string) {
-	deps := k.c.Kube.AppsV1().Deployments(k.ns)
-	pods := k.c.Kube.CoreV1().Pods(k.ns)
+	deps := k.kc.AppsV1().Deployments(k.ns)
+	pods := k.kc.CoreV1().Pods(k.ns)
 	switch {
 	case strings.Contains(why, "spec.replicas"):
 		d, err := deps.Get(ctx, k.dep, metav1.GetOptions{})
@@ -421,8 +428,8 @@ func (w reasonWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func testScaleFromZero(ctx context.Context, t *testing.T, c Clients, ns string) {
-	k := &fakeKnative{t: t, c: c, ns: ns, svc: "coldstart-default", dep: "coldstart-default-00001-deployment",
+func testScaleFromZero(ctx context.Context, t *testing.T, c Clients, kc kubernetes.Interface, ns string) {
+	k := &fakeKnative{t: t, kc: kc, ns: ns, svc: "coldstart-default", dep: "coldstart-default-00001-deployment",
 		demand: make(chan struct{}, 1), ready: make(chan struct{})}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: k.dep, Labels: k.labels()},
@@ -435,7 +442,7 @@ func testScaleFromZero(ctx context.Context, t *testing.T, c Clients, ns string) 
 			},
 		},
 	}
-	if _, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := kc.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Start as deploy leaves it with initial-scale 1: one warm pod.

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -82,17 +83,17 @@ func ClusterNotes(ctx context.Context, c Clients, namespace string) map[string]s
 			n["cluster_api_host"] = u.Hostname()
 		}
 	}
-	if v, err := c.Kube.Discovery().ServerVersion(); err == nil {
-		n["cluster_kubernetes_version"] = v.GitVersion
+	if v := serverVersion(ctx, c); v != "" {
+		n["cluster_kubernetes_version"] = v
 	}
 	if v := knativeVersion(ctx, c); v != "" {
 		n["cluster_knative_serving_version"] = v
 	}
-	if nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
-		n["cluster_nodes"] = strconv.Itoa(len(nodes.Items))
-		n["cluster_node_kind"] = nodeKind(nodes.Items)
-		if len(nodes.Items) > 0 {
-			ni := nodes.Items[0].Status.NodeInfo
+	if nodes, err := listAs[corev1.Node](ctx, c.Kube.Resource(nodesResource), metav1.ListOptions{}); err == nil {
+		n["cluster_nodes"] = strconv.Itoa(len(nodes))
+		n["cluster_node_kind"] = nodeKind(nodes)
+		if len(nodes) > 0 {
+			ni := nodes[0].Status.NodeInfo
 			n["cluster_node_kubelet"] = ni.KubeletVersion
 			n["cluster_node_runtime"] = ni.ContainerRuntimeVersion
 			n["cluster_node_os"] = ni.OSImage + " " + ni.KernelVersion
@@ -114,22 +115,18 @@ func knativeVersion(ctx context.Context, c Clients) string {
 		}
 		return ""
 	}
-	if d, err := c.Kube.AppsV1().Deployments(KnativeNamespace).Get(ctx, "controller", metav1.GetOptions{}); err == nil {
-		if v := pick(d.Labels); v != "" {
-			return v
-		}
-	}
-	if ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, KnativeNamespace, metav1.GetOptions{}); err == nil {
-		if v := pick(ns.Labels); v != "" {
-			return v
-		}
-	}
-	if rc := c.Kube.Discovery().RESTClient(); rc != nil {
-		var crd metav1.PartialObjectMetadata
-		b, err := rc.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/services.serving.knative.dev").DoRaw(ctx)
-		if err == nil && json.Unmarshal(b, &crd) == nil {
-			if v := pick(crd.Labels); v != "" {
-				return v + " (from the CRD)"
+	for _, o := range []struct {
+		r    dynamic.ResourceInterface
+		name string
+		note string
+	}{
+		{c.Kube.Resource(deploymentsResource).Namespace(KnativeNamespace), "controller", ""},
+		{c.Kube.Resource(namespacesResource), KnativeNamespace, ""},
+		{c.Kube.Resource(crdsResource), "services.serving.knative.dev", " (from the CRD)"},
+	} {
+		if u, err := o.r.Get(ctx, o.name, metav1.GetOptions{}); err == nil {
+			if v := pick(u.GetLabels()); v != "" {
+				return v + o.note
 			}
 		}
 	}

@@ -255,7 +255,7 @@ type armRun struct {
 // watching it.
 func prepare(ctx context.Context, c Clients, o MeasureOptions) (*armRun, error) {
 	o.defaults()
-	svc, err := c.Serving.ServingV1().Services(o.Namespace).Get(ctx, o.Service, metav1.GetOptions{})
+	svc, err := c.Serving.Services(o.Namespace).Get(ctx, o.Service, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get service %s/%s: %w", o.Namespace, o.Service, err)
 	}

@@ -1,7 +1,7 @@
 // Package knative deploys coldstart's arms as Knative Services and measures
 // their scale from zero on a real cluster: it builds one
 // serving.knative.dev/v1 Service per arm from Knative's own Go types, creates
-// or updates it through the typed clientset, waits for it to be Ready, and
+// or updates it through Knative's typed client, waits for it to be Ready, and
 // times each cold start (revision at zero, then a fresh gRPC channel per
 // probe attempt) with the phases read from watch events on the revision's
 // Deployment and pods.

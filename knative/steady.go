@@ -22,7 +22,7 @@ import (
 // With activator set, ingress is Knative's activator and the :authority
 // is the latest ready revision's host (as `coldstart run --via activator`).
 func SteadyTarget(ctx context.Context, c Clients, namespace, service, arm, ingress, authority string, activator bool) (steady.Target, error) {
-	svc, err := c.Serving.ServingV1().Services(namespace).Get(ctx, service, metav1.GetOptions{})
+	svc, err := c.Serving.Services(namespace).Get(ctx, service, metav1.GetOptions{})
 	if err != nil {
 		return steady.Target{}, fmt.Errorf("get service %s/%s: %w", namespace, service, err)
 	}
@@ -56,12 +56,12 @@ func SteadyTarget(ctx context.Context, c Clients, namespace, service, arm, ingre
 // deleted (label serving.knative.dev/service=NAME).
 func RunningPods(ctx context.Context, c Clients, namespace, service string) (int, error) {
 	sel := labels.Set{serving.ServiceLabelKey: service}.String()
-	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	pods, err := listAs[corev1.Pod](ctx, c.Kube.Resource(podsResource).Namespace(namespace), metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return 0, fmt.Errorf("list pods of service %s/%s: %w", namespace, service, err)
 	}
 	n := 0
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			n++
 		}

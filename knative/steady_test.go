@@ -47,7 +47,7 @@ func TestSteadyTarget(t *testing.T) {
 	svc.Status.URL = apis.HTTP("coldstart-default.bench.example.com")
 	c := fakeCluster(t, "bench", true, svc)
 	for _, p := range []*corev1.Pod{pod("p1", corev1.PodRunning, false), pod("p2", corev1.PodRunning, true), pod("p3", corev1.PodPending, false)} {
-		if _, err := c.Kube.CoreV1().Pods("bench").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.Resource(podsResource).Namespace("bench").Create(context.Background(), unstructuredOf(p), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

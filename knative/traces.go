@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/openzipkin/zipkin-go/model"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -314,7 +314,7 @@ var ErrNoTracing = errors.New("the cluster does not send trace spans here")
 // probes at any sample-rate. Queue-proxy takes the config when its
 // revision is created: deploy after setting it.
 func CheckTracing(ctx context.Context, c Clients, listen string) (string, error) {
-	cm, err := c.Kube.CoreV1().ConfigMaps(KnativeNamespace).Get(ctx, "config-tracing", metav1.GetOptions{})
+	cm, err := getAs[corev1.ConfigMap](ctx, c.Kube.Resource(configMapsResource).Namespace(KnativeNamespace), "config-tracing")
 	if err != nil {
 		return "", fmt.Errorf("read %s/config-tracing: %w", KnativeNamespace, err)
 	}

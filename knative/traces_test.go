@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"knative.dev/pkg/tracing"
 	tracingconfig "knative.dev/pkg/tracing/config"
 
@@ -208,7 +207,7 @@ func TestCheckTracing(t *testing.T) {
 		{"missing", nil, "", "read knative-serving/config-tracing"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Clients{Kube: kubefake.NewSimpleClientset(tt.objs...)}
+			c := Clients{Kube: fakeKube(tt.objs...)}
 			got, err := CheckTracing(context.Background(), c, "10.233.0.1:9411")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -10,8 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -70,8 +73,8 @@ type observer struct {
 	deps    appslisters.DeploymentNamespaceLister
 	pods    corelisters.PodNamespaceLister
 	stop    context.CancelFunc
-	done    sync.WaitGroup
-	changed chan struct{} // capacity 1: "something changed since you looked"
+	done    sync.WaitGroup // the informers' goroutines
+	changed chan struct{}  // capacity 1: "something changed since you looked"
 
 	mu      sync.Mutex
 	tracker *phaseTracker // nil outside a measurement
@@ -81,36 +84,67 @@ type observer struct {
 // on an unsynced cache would see no pods and return at once.
 func observe(ctx context.Context, c Clients, namespace, service string) (*observer, error) {
 	sel := labels.Set{serving.ServiceLabelKey: service}.String()
-	f := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
+	ictx, cancel := context.WithCancel(ctx)
 	o := &observer{changed: make(chan struct{}, 1)}
-	di := f.Apps().V1().Deployments()
-	pi := f.Core().V1().Pods()
+	o.stop = func() { cancel(); o.done.Wait() }
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.event(obj) },
 		UpdateFunc: func(_, obj any) { o.event(obj) },
 		DeleteFunc: func(obj any) { o.event(obj) },
 	}
-	if _, err := di.Informer().AddEventHandler(h); err != nil {
+	di := informer(ictx, c, deploymentsResource, namespace, sel, typed[appsv1.Deployment]())
+	pi := informer(ictx, c, podsResource, namespace, sel, typed[corev1.Pod]())
+	if _, err := di.AddEventHandler(h); err != nil {
+		cancel()
 		return nil, fmt.Errorf("watch deployments of %s/%s: %w", namespace, service, err)
 	}
-	if _, err := pi.Informer().AddEventHandler(h); err != nil {
+	if _, err := pi.AddEventHandler(h); err != nil {
+		cancel()
 		return nil, fmt.Errorf("watch pods of %s/%s: %w", namespace, service, err)
 	}
-	o.deps = di.Lister().Deployments(namespace)
-	o.pods = pi.Lister().Pods(namespace)
+	o.deps = appslisters.NewDeploymentLister(di.GetIndexer()).Deployments(namespace)
+	o.pods = corelisters.NewPodLister(pi.GetIndexer()).Pods(namespace)
 
-	ictx, cancel := context.WithCancel(ctx)
-	o.stop = func() { cancel(); f.Shutdown() }
-	f.Start(ictx.Done())
-	for typ, ok := range f.WaitForCacheSync(ictx.Done()) {
-		if !ok {
+	informers := []struct {
+		resource string
+		inf      cache.SharedIndexInformer
+	}{{deploymentsResource.Resource, di}, {podsResource.Resource, pi}}
+	for _, i := range informers {
+		o.done.Add(1)
+		go func() {
+			defer o.done.Done()
+			i.inf.Run(ictx.Done())
+		}()
+	}
+	for _, i := range informers {
+		if !cache.WaitForCacheSync(ictx.Done(), i.inf.HasSynced) {
 			o.close()
-			return nil, fmt.Errorf("sync %v informer for %s/%s: %w", typ, namespace, service, context.Cause(ctx))
+			return nil, fmt.Errorf("sync %s informer for %s/%s: %w", i.resource, namespace, service, context.Cause(ctx))
 		}
 	}
 	return o, nil
+}
+
+// informer makes an informer on the objects of resource in namespace that
+// match the label selector sel, read through the dynamic client and
+// stored as transform makes them; its requests end with ctx.
+func informer(ctx context.Context, c Clients, resource schema.GroupVersionResource, namespace, sel string, transform cache.TransformFunc) cache.SharedIndexInformer {
+	r := c.Kube.Resource(resource).Namespace(namespace)
+	lw := &cache.ListWatch{
+		ListFunc: func(lo metav1.ListOptions) (runtime.Object, error) {
+			lo.LabelSelector = sel
+			return r.List(ctx, lo)
+		},
+		WatchFunc: func(lo metav1.ListOptions) (watch.Interface, error) {
+			lo.LabelSelector = sel
+			return r.Watch(ctx, lo)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// Not started yet: SetTransform cannot fail.
+	_ = inf.SetTransform(transform)
+	return inf
 }
 
 func (o *observer) close() { o.stop() }

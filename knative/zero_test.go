@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/serving/pkg/apis/serving"
 
@@ -166,10 +166,10 @@ func TestPhaseTracker(t *testing.T) {
 	}
 }
 
-// watchStarted makes the fake clientset report each watch it opens, so a
+// watchStarted makes the fake client report each watch it opens, so a
 // test can act after the informers watch (the fake has no resource
 // versions: events between its list and watch would be lost).
-func watchStarted(kc *kubefake.Clientset) <-chan string {
+func watchStarted(kc *dynamicfake.FakeDynamicClient) <-chan string {
 	ch := make(chan string, 16)
 	kc.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		ch <- a.GetResource().Resource
@@ -194,7 +194,7 @@ func TestWaitZeroWithFakeInformers(t *testing.T) {
 	defer cancel()
 	d := deployment("coldstart-default-00001-deployment", ptr(int32(1)), 1, 1, appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1})
 	p := pod("p1", corev1.PodRunning, false)
-	kc := kubefake.NewSimpleClientset(d, p)
+	kc := fakeKube(d, p)
 	watches := watchStarted(kc)
 	c := Clients{Kube: kc}
 
@@ -242,7 +242,7 @@ func TestWaitZeroWithFakeInformers(t *testing.T) {
 	p.DeletionTimestamp = &now
 	mustUpdate(t, kc.Tracker(), p)
 	expect("pod p1: Terminating")
-	if err := kc.CoreV1().Pods("bench").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
+	if err := kc.Resource(podsResource).Namespace("bench").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -264,7 +264,7 @@ func mustUpdate(t *testing.T, tr k8stesting.ObjectTracker, obj runtime.Object) {
 	if isDep {
 		group = "apps"
 	}
-	if err := tr.Update(schemaGVR(group, version, gvr[isDep]), obj, ns); err != nil {
+	if err := tr.Update(schemaGVR(group, version, gvr[isDep]), unstructuredOf(obj), ns); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -275,7 +275,7 @@ func TestScaleFromZeroFake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	d := deployment("coldstart-default-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{})
-	kc := kubefake.NewSimpleClientset(d)
+	kc := fakeKube(d)
 	watches := watchStarted(kc)
 	svc, _ := NewService(testArms()[1], testDeployOptions("bench").Service)
 	markStatus(svc, true)
@@ -343,23 +343,22 @@ func TestScaleFromZeroFake(t *testing.T) {
 
 // playScaleUp plays Knative's controllers and the kubelet for one scale
 // from zero: Deployment to 1, pod created, scheduled, started, Ready.
-func playScaleUp(t *testing.T, kc *kubefake.Clientset, d *appsv1.Deployment, ready func()) {
+func playScaleUp(t *testing.T, kc *dynamicfake.FakeDynamicClient, d *appsv1.Deployment, ready func()) {
 	ctx := context.Background()
 	d = d.DeepCopy()
 	d.Spec.Replicas = ptr(int32(1))
-	if _, err := kc.AppsV1().Deployments("bench").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+	if _, err := kc.Resource(deploymentsResource).Namespace("bench").Update(ctx, unstructuredOf(d), metav1.UpdateOptions{}); err != nil {
 		t.Error(err)
 		return
 	}
-	p := podAt("pod-1", false, false, false)
-	p, err := kc.CoreV1().Pods("bench").Create(ctx, p, metav1.CreateOptions{})
-	if err != nil {
+	pods := kc.Resource(podsResource).Namespace("bench")
+	if _, err := pods.Create(ctx, unstructuredOf(podAt("pod-1", false, false, false)), metav1.CreateOptions{}); err != nil {
 		t.Error(err)
 		return
 	}
 	for _, step := range []*corev1.Pod{podAt("pod-1", true, false, false), podAt("pod-1", true, true, false), podAt("pod-1", true, true, true)} {
 		time.Sleep(5 * time.Millisecond)
-		if _, err := kc.CoreV1().Pods("bench").UpdateStatus(ctx, step, metav1.UpdateOptions{}); err != nil {
+		if _, err := pods.UpdateStatus(ctx, unstructuredOf(step), metav1.UpdateOptions{}); err != nil {
 			t.Error(err)
 			return
 		}
@@ -382,7 +381,7 @@ func TestScaleFromZeroFailures(t *testing.T) {
 
 	// At zero, but nothing ever answers: one sample with the error, no phases.
 	c := fakeCluster(t, "bench", true, svc)
-	c.Kube = kubefake.NewSimpleClientset(deployment("coldstart-default-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{}))
+	c.Kube = fakeKube(deployment("coldstart-default-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{}))
 	var samples []prober.Sample
 	var rounds []string
 	o.Noise = func(scope string, w noise.Window) error {
@@ -405,7 +404,7 @@ func TestScaleFromZeroFailures(t *testing.T) {
 	}
 
 	// Never at zero: the wait gives up and says what it waited for.
-	c.Kube = kubefake.NewSimpleClientset(deployment("coldstart-default-00001-deployment", ptr(int32(1)), 1, 1, appsv1.DeploymentStatus{Replicas: 1}))
+	c.Kube = fakeKube(deployment("coldstart-default-00001-deployment", ptr(int32(1)), 1, 1, appsv1.DeploymentStatus{Replicas: 1}))
 	err := ScaleFromZero(ctx, c, o, func(prober.Sample) error { t.Error("recorded a sample without reaching zero"); return nil })
 	if err == nil || !strings.Contains(err.Error(), "wait for zero") || !strings.Contains(err.Error(), "spec.replicas 1") {
 		t.Errorf("ScaleFromZero never at zero = %v", err)
@@ -428,7 +427,7 @@ func TestScaleFromZeroViaActivator(t *testing.T) {
 	svc, _ := NewService(testArms()[1], testDeployOptions("bench").Service)
 	markStatus(svc, true)
 	c := fakeCluster(t, "bench", true, svc)
-	c.Kube = kubefake.NewSimpleClientset(d)
+	c.Kube = fakeKube(d)
 	var gotTarget, gotAuthority string
 	probe := func(_ context.Context, target, authority string) error {
 		gotTarget, gotAuthority = target, authority
