@@ -40,6 +40,12 @@ type Spec struct {
 	Target prober.Target
 	// Budget is the CPU and memory budget it runs in (zero = none).
 	Budget budget.Budget
+	// Group, when set, is a budget shared with other instances: the
+	// instance's cgroup is made under the group's (budget.InGroup), whose
+	// limits bound it and the group's other members together; Budget is
+	// then the group's Member budget. Plain processes (and the prebound
+	// and as-user launchers built on them) and runc only.
+	Group *budget.Group
 	// ID is unique per instance; it keys the instance's cgroup, container
 	// and temporary files.
 	ID string
@@ -114,6 +120,9 @@ func (l Process) Launch(ctx context.Context, s Spec) (Instance, error) {
 	var opts []budget.PlaceOption
 	if !l.noCgroup {
 		opts = append(opts, budget.WithOwnCgroup())
+	}
+	if s.Group != nil {
+		opts = append(opts, budget.InGroup(s.Group))
 	}
 	pl, err := s.Budget.Place(s.ID, opts...)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -591,8 +592,9 @@ func runtimeSpec(s Spec, fs *Rootfs) (*specs.Spec, error) {
 		},
 		Linux: &specs.Linux{
 			// Relative: below coldstart's own cgroup in each hierarchy, keyed
-			// by the instance id; runc delete removes it.
-			CgroupsPath: s.ID,
+			// by the instance id (absolute under a group's); runc delete
+			// removes it.
+			CgroupsPath: cgroupsPath(s),
 			Resources:   resources(s.Budget),
 			// No network namespace: the host's network.
 			Namespaces: []specs.LinuxNamespace{
@@ -651,6 +653,16 @@ func socketDirFor(fs *Rootfs, s Spec) error {
 		return fmt.Errorf("socket directory %s: hand it to the image's user: %w", dir, err)
 	}
 	return nil
+}
+
+// cgroupsPath is where runc makes the container's cgroup: s.ID below
+// coldstart's own cgroup, or below a group's (an absolute path from each
+// hierarchy's root, where budget.Group made it in every one).
+func cgroupsPath(s Spec) string {
+	if s.Group != nil {
+		return path.Join(s.Group.Path(), s.ID)
+	}
+	return s.ID
 }
 
 // resources turns a budget into cgroup settings runc writes.
