@@ -81,6 +81,11 @@ func (a Arm) launcher() launch.Launcher {
 
 // Instance starts one instance of the arm listening at t, within b.
 func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log io.Writer) (launch.Instance, error) {
+	return a.instance(ctx, t, b, nil, log)
+}
+
+// instance is Instance as a member of g, when not nil (launch.Spec.Group).
+func (a Arm) instance(ctx context.Context, t prober.Target, b budget.Budget, g *budget.Group, log io.Writer) (launch.Instance, error) {
 	var args []string
 	if a.Args != nil {
 		var err error
@@ -94,7 +99,7 @@ func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log
 	}
 	return a.launcher().Launch(ctx, launch.Spec{
 		Arm: a.Name, Path: a.Path, Args: args, Env: env, Dir: a.Dir,
-		Target: t, Budget: b, ID: budget.NewID(), Log: log, Stderr: a.Stderr,
+		Target: t, Budget: b, Group: g, ID: budget.NewID(), Log: log, Stderr: a.Stderr,
 	})
 }
 
