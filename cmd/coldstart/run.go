@@ -44,6 +44,10 @@ type runOptions struct {
 	cliopts.Cluster
 	Target string
 	Traces string
+	// Burst (--burst) is the list of burst sizes; BurstGiven says the
+	// flag was given (burst.go).
+	Burst      string
+	BurstGiven bool
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
@@ -64,9 +68,11 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
   coldstart run -n 50 --arms default,static,upx
   coldstart run --budget 'cpus=0;cores=0.5' --arms default,upx
   coldstart run --bin ./myserver --arms default,upx -- --listen={addr}
+  coldstart run --burst 1,2,4,8,16 --budget 'cores=1;cores=2' --arms default,static,upx
   coldstart run --on knative --namespace coldstart --arms image --target 203.0.113.7:80`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
+			o.BurstGiven = cmd.Flags().Changed("burst")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -91,11 +97,15 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	f.BoolVar(&o.Wide, "wide", false, "print every summary column in the table (phases, cgroup, prober and launcher figures), as -o csv has them")
 	f.BoolVar(&o.Phases, "phases", false, "also print each phase's median (process_started, accepting, first_rpc, ...); -v does too")
+	f.StringVar(&o.Burst, "burst", "", burstHelp)
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
 	return cmd
 }
 
 func (o *runOptions) validate() error {
+	if err := o.validateBurst(); err != nil {
+		return err
+	}
 	if err := o.Cluster.Check(&o.Common, o.Target); err != nil {
 		return err
 	}
@@ -160,6 +170,9 @@ func (o *runOptions) budgets() []budget.Budget {
 func runColdstart(ctx context.Context, o *runOptions, w io.Writer) error {
 	if o.Knative() {
 		return runOnKnative(ctx, o, w)
+	}
+	if o.BurstGiven {
+		return runBurst(ctx, o, w)
 	}
 	checker, rf, built, err := o.begin(ctx, "coldstart", o.Transport)
 	defer built.Close()
