@@ -178,6 +178,7 @@ func (r *Report) details() []detail {
 				}
 			}
 		}},
+		{"bursts.md", "Bursts: many starts at once in one budget", func(m *mdw, plots func(*Campaign, string)) { r.burstSection(m, plots) }},
 		{"steady.md", "Steady state", func(m *mdw, plots func(*Campaign, string)) {
 			if r.has(func(c *Campaign) bool { return len(c.Steady) > 0 }) {
 				m.p("## Steady state\n\n")

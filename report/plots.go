@@ -25,7 +25,7 @@ import (
 type Plot struct {
 	// Campaign is the Label of the campaign it shows; Kind is the section
 	// it belongs to: "forest", "waterfall", "coldstart", "density",
-	// "steady", "pull", "breakeven" or "soak".
+	// "burst", "steady", "pull", "breakeven" or "soak".
 	Campaign, Kind string
 	// File is the image's name in the plots directory; Title its caption,
 	// the same words as the title drawn in the image.
@@ -103,6 +103,17 @@ func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
 			}
 			if err := save(p, c, "density", "density", "memory per idle instance"+c.about("instances", densityRuns(c))); err != nil {
 				return out, err
+			}
+		}
+		if len(c.Bursts) > 0 || len(c.BurstSummaries) > 0 {
+			ps, err := r.burstPlots(c)
+			if err != nil {
+				return out, err
+			}
+			for _, bp := range ps {
+				if err := save(framed{p: bp.p}, c, "burst", bp.name, bp.title+c.about("", nil)); err != nil {
+					return out, err
+				}
 			}
 		}
 		if len(c.Pull) > 0 {

@@ -160,6 +160,10 @@ type Campaign struct {
 	// answers (report/cost.go).
 	Cost        []CostRow
 	CostAnswers []CostAnswer
+	// Bursts and BurstSummaries are `coldstart run --burst`'s bursts and
+	// their summaries (report/burst.go).
+	Bursts         []Burst
+	BurstSummaries []BurstSummary
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -363,6 +367,13 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Cost)
 		case kind == record.CostAnswerKind:
 			err = add(line, &c.CostAnswers)
+		case kind == record.BurstKind:
+			err = add(line, &c.Bursts)
+		case kind == record.BurstSummaryKind:
+			err = add(line, &c.BurstSummaries)
+		case kind == record.BurstInstanceKind:
+			// One instance of a burst: its burst record carries what the
+			// report shows.
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue
