@@ -10,7 +10,9 @@
 // (ComparePaired, CompareRounds): the Wilcoxon signed-rank test on the
 // per-round log ratios, with its Hodges–Lehmann interval, written here
 // (neither library has it) and tested against enumeration and published
-// tables.
+// tables. A tail quantile (the p90), which rank tests do not speak of,
+// compares by the percentile bootstrap (CompareQuantile); HolmAdjust
+// keeps a family of such tests at one level.
 package stats
 
 import (
