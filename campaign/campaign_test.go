@@ -91,8 +91,14 @@ func TestColdStartSampleServer(t *testing.T) {
 			if len(got) != 2*4 {
 				t.Fatalf("recorded %d samples, want 8 (warm-up + 3 runs, 2 arms)", len(got))
 			}
-			// Interleaved: arms alternate within every run.
+			// Interleaved: arms alternate within every run. Each start is
+			// a process of its own: no PID twice.
+			pids := map[int]int{}
 			for i, s := range got {
+				if j, seen := pids[s.PID]; s.PID <= 0 || seen {
+					t.Errorf("sample %d: pid %d (sample %d had it too, or none recorded)", i, s.PID, j)
+				}
+				pids[s.PID] = i
 				wantArm := []string{"default", "self"}[i%2]
 				if s.Arm != wantArm || s.Run != i/2 || s.Warmup != (i/2 == 0) {
 					t.Errorf("sample %d = %s run %d warmup %v, want %s run %d", i, s.Arm, s.Run, s.Warmup, wantArm, i/2)

@@ -395,6 +395,7 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	if err != nil {
 		return s, err
 	}
+	s.PID = inst.PID()
 	if a.Started != nil {
 		a.Started(inst)
 	}

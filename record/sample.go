@@ -64,7 +64,13 @@ type Sample struct {
 	// be made; orphans adopted by coldstart killed at stop). See launch.
 	Containment string `json:"containment,omitempty"`
 	Attempts    int    `json:"attempts"`
-	Error       string `json:"error,omitempty"`
+	// PID is the server process the probe started, as this host's PID
+	// namespace numbers it (the process whose /proc figures these are):
+	// every cold start of a campaign is a process of its own, so no two
+	// samples of one file share a PID (0 = not recorded: files written
+	// before it was, and Knative's pods).
+	PID   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
 	// PageCache counts the arm's file pages before and after they were
 	// evicted for this start (run --page-cache cold; nil = left warm).
 	PageCache *PageCacheEviction `json:"page_cache,omitempty"`
