@@ -130,6 +130,19 @@ func TestColdStartSampleServer(t *testing.T) {
 	}
 }
 
+// Alternate reverses the arms' order in every odd round, the warm-up
+// round in order.
+func TestColdStartAlternate(t *testing.T) {
+	var got []string
+	c := ColdStart{Arms: []Arm{selfArm("a", "health"), selfArm("b", "health")}, Runs: 3, Alternate: true}
+	if _, err := c.Run(context.Background(), func(s prober.Sample) error { got = append(got, s.Arm); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a b b a a b b a"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+}
+
 func TestColdStartFailures(t *testing.T) {
 	tests := []struct {
 		name    string
