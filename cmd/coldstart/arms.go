@@ -21,7 +21,7 @@ func (o *serverOptions) begin(ctx context.Context, label, transport string) (pro
 	if err != nil {
 		return nil, nil, campaign.Built{}, err
 	}
-	rf, err := o.CreateResults(label, nil)
+	rf, err := o.CreateResults(label, o.notes)
 	if err != nil {
 		return nil, nil, campaign.Built{}, err
 	}

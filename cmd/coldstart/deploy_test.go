@@ -387,6 +387,9 @@ func TestTimeoutFlags(t *testing.T) {
 		{"pull", "start-timeout", nil, func(a []string) (time.Duration, string, string, error) {
 			return timeoutParse(newPullCmd, func(o *pullOptions) time.Duration { return o.Timeout }, a)
 		}},
+		{"gate", "start-timeout", []string{"--base", "HEAD"}, func(a []string) (time.Duration, string, string, error) {
+			return timeoutParse(newGateCmd, func(o *gateOptions) time.Duration { return o.Timeout }, a)
+		}},
 		{"deploy", "wait-timeout", []string{"--image", "default=" + img}, func(a []string) (time.Duration, string, string, error) {
 			return timeoutParse(newDeployCmd, func(o *deployOptions) time.Duration { return o.Timeout }, a)
 		}},

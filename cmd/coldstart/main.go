@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,7 +21,19 @@ func run() int {
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "coldstart:", flagError(err))
-		return 1
+		return exitCode(err)
 	}
 	return 0
+}
+
+// exitCode is the status an error ends coldstart with: coldstart gate's
+// own (2, 3, 4) for its verdicts, else 1. Only a gateError says: an
+// *exec.ExitError of a failed build step also has an ExitCode, which is
+// not coldstart's to return.
+func exitCode(err error) int {
+	var g *gateError
+	if errors.As(err, &g) {
+		return g.ExitCode()
+	}
+	return 1
 }

@@ -28,6 +28,7 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newDensityCmd(runDensity),
 		newDeployCmd(runDeploy),
 		newReportCmd(runReport),
+		newGateCmd(runGate),
 		newPullCmd(runPull),
 		newCostCmd(runCost),
 		newCleanCmd(runClean),

@@ -37,6 +37,9 @@ type serverOptions struct {
 	Protos        []string
 	ImportPaths   []string
 	ProbeMetadata []string
+	// notes go into the results file's provenance (coldstart gate --base:
+	// which commit each side was built from).
+	notes map[string]string
 }
 
 // defaultArms are the arms coldstart run and density measure when --arms
