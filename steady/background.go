@@ -78,3 +78,42 @@ type healthCall struct {
 func (h *healthCall) call(ctx context.Context) error {
 	return h.cc.Invoke(ctx, healthpb.Health_Check_FullMethodName, h.req, h.resp)
 }
+
+// LoadCall is Load calling the user's method c instead of Echo: workers
+// goroutines over one connection call it back to back until ctx is done.
+// c's errors are OptionErrors naming its field as in Config ("Call.Method"
+// for a method the server does not offer, with the ones it does).
+func LoadCall(ctx context.Context, t prober.Target, workers int, c *Call) (LoadResult, error) {
+	if workers <= 0 {
+		return LoadResult{}, fmt.Errorf("load %s: %d workers, want at least 1", t, workers)
+	}
+	if err := c.validate(); err != nil {
+		return LoadResult{}, err
+	}
+	rc, err := resolveCall(ctx, c, t, "")
+	if err != nil {
+		return LoadResult{}, err
+	}
+	g, err := newGRPC(ctx, t, 1, nil, false)
+	if err != nil {
+		return LoadResult{}, err
+	}
+	defer g.close()
+	g.call = rc
+	callers := make([]caller, workers)
+	for i := range callers {
+		if callers[i], err = g.caller(ctx, i); err != nil {
+			return LoadResult{}, err
+		}
+	}
+	if err := callers[0].call(ctx); err != nil {
+		return LoadResult{}, fmt.Errorf("first call of %s at %s: %w", rc.method, t, err)
+	}
+	kind := "unary"
+	if rc.serverStream {
+		kind = "server-streaming"
+	}
+	load := fmt.Sprintf("gRPC %s %s, %d request(s) in turn, %d goroutines over one connection", kind, rc.method, len(rc.reqs), workers)
+	o := closedLoop(ctx, callers, math.MaxInt64, 0, false)
+	return LoadResult{Calls: o.calls - o.errors, Errors: o.errors, Elapsed: o.elapsed, Load: load}, nil
+}
