@@ -145,7 +145,7 @@ func (b *goBuild) buildInto(ctx context.Context, src Source, dir string) (Artifa
 				return Artifact{}, fmt.Errorf("keep profile note %s: %w", prof.Note, err)
 			}
 		}
-		a.Flags = "-pgo=" + prof.Path
+		a.Flags, a.ProfileLoad = "-pgo="+prof.Path, prof.Load
 	} else {
 		a.Flags = b.settings("")
 	}

@@ -540,6 +540,19 @@ func TestCollectedProfileStored(t *testing.T) {
 	if len(calls) != 1 || p2.SHA256 != p.SHA256 || !strings.Contains(progress.String(), "reusing") {
 		t.Errorf("second call: %d collections, sha %s (first %s), progress %q: want the stored profile reused", len(calls), p2.SHA256, p.SHA256, progress.String())
 	}
+	if p2.Load != "test" {
+		t.Errorf("reused profile's load = %q, want the note's", p2.Load)
+	}
+	// Another load (the user's method, other server arguments) is another
+	// profile: collected anew, and said in the progress line.
+	progress.Reset()
+	o.ProfileLoad = "calls of /shop.v1.Cart/Add, server args [\"--listen\" \"{addr}\"]"
+	if _, err := o.withDefaults().profile(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || !strings.Contains(progress.String(), "under calls of /shop.v1.Cart/Add") {
+		t.Errorf("another load: %d collections, progress %q: want a new one, the load said", len(calls), progress.String())
+	}
 
 	o.CacheDir = t.TempDir()
 	o.CollectProfile = func(context.Context, Artifact, int, io.Writer) ([]byte, ProfileNote, error) {

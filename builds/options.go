@@ -44,6 +44,13 @@ type Options struct {
 	// PGOProfile). Package pgocollect provides one; builds itself runs
 	// nothing it builds.
 	CollectProfile ProfileCollector
+	// ProfileLoad says, in words, how CollectProfile starts the server and
+	// what it loads it with (its arguments, environment and load, as
+	// pgocollect.Config.Load gives them; "" = Echo calls, or health
+	// checks, with no arguments). The progress line says it, and it is
+	// part of the collected profile's cache key, so that a profile taken
+	// under one load is not reused for another.
+	ProfileLoad string
 
 	// Instrument compiles the debug hook into the main package (see
 	// HookFile): with $COLDSTART_DEBUG_ADDR set, the server then serves

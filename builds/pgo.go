@@ -32,6 +32,7 @@ type profileInfo struct {
 	Path   string
 	SHA256 string
 	Note   string // the collection note beside a collected profile ("" = given)
+	Load   string // what it was collected under (Artifact.ProfileLoad)
 }
 
 // ProfileNote records how coldstart collected a PGO profile. It is written
@@ -43,11 +44,21 @@ type ProfileNote struct {
 	Package     string  `json:"package"`
 	Arm         string  `json:"arm"`  // what it was built as
 	Load        string  `json:"load"` // what the load was
-	Calls       int64   `json:"calls"`
-	CallsPerS   float64 `json:"calls_per_s"`
-	Errors      int64   `json:"errors"`
-	GoVersion   string  `json:"go_version"`
-	Endpoint    string  `json:"endpoint"` // where the profile was fetched
+	// LoadKind is the kind of load: "echo", "health" (the server has no
+	// Echo), "call" (the user's method, Method) or "command" (the
+	// user's command, Command, its secrets redacted).
+	LoadKind string `json:"load_kind"`
+	Method   string `json:"method,omitempty"`
+	Command  string `json:"command,omitempty"`
+	// ServerArgs are the server's argument template, as given (secret
+	// values redacted); Dir its working directory ("" = coldstart's).
+	ServerArgs []string `json:"server_args,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	Calls      int64    `json:"calls"`
+	CallsPerS  float64  `json:"calls_per_s"`
+	Errors     int64    `json:"errors"`
+	GoVersion  string   `json:"go_version"`
+	Endpoint   string   `json:"endpoint"` // where the profile was fetched
 }
 
 // profile is the pgo arm's profile: Options.PGOProfile checked, or one
@@ -86,7 +97,7 @@ func givenProfile(path string) (*profileInfo, error) {
 	if err := CheckProfile(b); err != nil {
 		return nil, fmt.Errorf("pgo profile %s: %w", path, err)
 	}
-	return &profileInfo{Path: abs, SHA256: hex.EncodeToString(sha256Bytes(b))}, nil
+	return &profileInfo{Path: abs, SHA256: hex.EncodeToString(sha256Bytes(b)), Load: "given file " + abs}, nil
 }
 
 // CheckProfile reports whether b is a pprof profile (gzipped or not) that
@@ -155,8 +166,8 @@ func CheckProfile(b []byte) error {
 	return nil
 }
 
-// collectedProfile reuses the profile collected for the same sources and
-// duration, or collects one: the default arm, built with the debug hook,
+// collectedProfile reuses the profile collected for the same sources,
+// duration and load (ProfileLoad), or collects one: the default arm, built with the debug hook,
 // runs under load from our own client while its CPU profile is fetched.
 func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo, error) {
 	col := &goBuild{arm: "default", instrument: true, o: o}
@@ -165,13 +176,17 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 		return nil, fmt.Errorf("collect pgo profile: %w", err)
 	}
 	secs := int((o.PGODuration + time.Second - 1) / time.Second)
-	sum := sha256.Sum256(fmt.Appendf(nil, "%sprofile seconds %d\nload v1\n", in, secs))
+	load := o.ProfileLoad
+	if load == "" {
+		load = "Echo calls (health checks without Echo)"
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%sprofile seconds %d\nload v2 %s\n", in, secs, load))
 	dir := filepath.Join(o.CacheDir, "profiles", hex.EncodeToString(sum[:16]))
 	pf, nf := filepath.Join(dir, "default.pgo"), filepath.Join(dir, "profile.json")
 	if b, err := os.ReadFile(pf); err == nil && CheckProfile(b) == nil {
 		if _, err := os.Stat(nf); err == nil {
-			o.progress("pgo: reusing the profile collected earlier: %s", pf)
-			return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(b)), Note: nf}, nil
+			o.progress("pgo: reusing the profile collected earlier under %s: %s", load, pf)
+			return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(b)), Note: nf, Load: noteLoad(nf, load)}, nil
 		}
 	}
 	if o.CollectProfile == nil {
@@ -181,7 +196,7 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 	if err != nil {
 		return nil, fmt.Errorf("collect pgo profile: %w", err)
 	}
-	o.progress("pgo: collecting a %d s CPU profile from %s under load", secs, homeRel(bin.Path))
+	o.progress("pgo: collecting a %d s CPU profile from %s under %s", secs, homeRel(bin.Path), load)
 	prof, note, err := o.CollectProfile(ctx, bin, secs, o.cmdLog())
 	if err != nil {
 		return nil, fmt.Errorf("collect pgo profile from %s: %w", bin.Path, err)
@@ -208,8 +223,22 @@ func (o Options) collectedProfile(ctx context.Context, src Source) (*profileInfo
 	if err := os.Rename(tmp, dir); err != nil {
 		return nil, fmt.Errorf("store pgo profile in %s: %w", dir, err)
 	}
-	o.progress("pgo: profile %s (%d calls, %.0f/s)", homeRel(pf), note.Calls, note.CallsPerS)
-	return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(prof)), Note: nf}, nil
+	if note.Calls > 0 {
+		o.progress("pgo: profile %s (%s: %d calls, %.0f/s)", homeRel(pf), note.Load, note.Calls, note.CallsPerS)
+	} else {
+		o.progress("pgo: profile %s (%s)", homeRel(pf), note.Load)
+	}
+	return &profileInfo{Path: pf, SHA256: hex.EncodeToString(sha256Bytes(prof)), Note: nf, Load: note.Load}, nil
+}
+
+// noteLoad is the load the note at path records, or load when it records
+// none.
+func noteLoad(path, load string) string {
+	var n ProfileNote
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &n) == nil && n.Load != "" {
+		return n.Load
+	}
+	return load
 }
 
 func sha256Bytes(b []byte) []byte {

@@ -25,6 +25,9 @@ type Artifact struct {
 	// ProfileNote is the note beside a profile the pgo arm collected itself
 	// (how, when, from what); "" when the profile was given.
 	ProfileNote string `json:"profile_note,omitempty"`
+	// ProfileLoad is what the pgo arm's profile was collected under
+	// (ProfileNote's load), or "given file PATH".
+	ProfileLoad string `json:"profile_load,omitempty"`
 	// BuiltAt is when the artifact was built (RFC 3339, UTC); older than
 	// this run when Cached.
 	BuiltAt string `json:"built_at,omitempty"`
