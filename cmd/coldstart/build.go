@@ -13,10 +13,10 @@ import (
 
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
-	"github.com/coldstart-go/coldstart/pgocollect"
 )
 
 // buildOptions are `coldstart build`'s flags.
@@ -30,15 +30,20 @@ type buildOptions struct {
 	UPXLevel    builds.UPXLevel
 	PGOProfile  string
 	PGODuration time.Duration
-	Instrument  bool
-	Push        string
-	ImageBase   string
-	CacheDir    string
-	OutDir      string
-	NoCache     bool
-	Output      render.Format
-	Verbose     bool
-	Quiet       bool
+	// PGOLoad, ServerArgs (after --) and Env are how the pgo profile's
+	// server is started and loaded.
+	PGOLoad    cliopts.PGOLoad
+	ServerArgs []string
+	Env        []string
+	Instrument bool
+	Push       string
+	ImageBase  string
+	CacheDir   string
+	OutDir     string
+	NoCache    bool
+	Output     render.Format
+	Verbose    bool
+	Quiet      bool
 }
 
 func newBuildCmd(run func(context.Context, *buildOptions, io.Writer) error) *cobra.Command {
@@ -49,7 +54,7 @@ func newBuildCmd(run func(context.Context, *buildOptions, io.Writer) error) *cob
 		Output:      render.Table,
 	}
 	cmd := &cobra.Command{
-		Use:   "build [flags] [PKG]",
+		Use:   "build [flags] [PKG] [-- SERVER-ARGS...]",
 		Short: "Build a Go main package as each arm (default, static, upx, pgo) and print size and build time",
 		Long: `build turns one Go main package (default: the bundled sample server ./examples/echo)
 into each arm and prints one row per arm. Builds are cached under
@@ -61,17 +66,23 @@ changed reuses the artifact and says so in the cached column.
 Without --pgo-profile, the pgo arm collects a CPU profile: it runs the default
 arm (built with the debug hook) under gRPC load from coldstart's own client for
 --pgo-duration and keeps the profile and a note of how it was collected beside
-the artifact.`,
+the artifact. The server is started with SERVER-ARGS (the placeholders {addr},
+{host}, {port}, {socket} filled) and --env, and loaded with Echo calls (health
+checks when it has no Echo), your method (--pgo-call) or your command
+(--pgo-load).`,
 		Example: `  coldstart build
   coldstart build --arms default,upx --upx-level lzma ./cmd/myserver
   coldstart build --arms pgo --pgo-profile cpu.pprof -o json ./cmd/myserver
+  coldstart build --arms pgo --pgo-call /shop.v1.Cart/Add --pgo-data '{"sku": "a"}' ./cmd/myserver -- --listen {addr}
+  coldstart build --arms pgo --pgo-load 'ghz --insecure --call shop.v1.Cart.Add -z 1h {addr}' ./cmd/myserver -- --listen {addr}
   coldstart build --bin ./myserver --arms default,upx
   coldstart build --bin old=./server-v1 --bin new=./server-v2 --out-dir arms/`,
-		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
-			if len(args) == 1 {
-				o.Pkg = args[0]
+			var before []string
+			o.Pkg, o.ServerArgs, before = cliopts.SplitArgs(cmd, args)
+			if len(before) > 1 {
+				return fmt.Errorf("want at most one PKG, got %q (server arguments go after --)", before)
 			}
 			o.armsGiven = cmd.Flags().Changed("arms")
 			if err := o.validate(); err != nil {
@@ -86,6 +97,8 @@ the artifact.`,
 	f.Var(&o.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
 	f.StringVar(&o.PGOProfile, "pgo-profile", "", `CPU profile (pprof) for the pgo arm ("" = collect one under load)`)
 	f.DurationVar(&o.PGODuration, "pgo-duration", o.PGODuration, "how long to profile the loaded default arm when collecting, whole seconds")
+	o.PGOLoad.Bind(f)
+	f.StringArrayVar(&o.Env, "env", nil, "extra environment for the server the pgo profile is collected from, K=V (repeatable; values may name the placeholders server arguments take)")
 	f.BoolVar(&o.Instrument, "instrument", false, "compile in the debug hook: with $COLDSTART_DEBUG_ADDR set the server serves /debug/pprof/profile and /debug/runtime there")
 	f.StringVar(&o.Push, "push", "", "image arm: push to this REGISTRY/REPO and print the REPO@sha256:... reference coldstart deploy takes (\"\" = no push)")
 	f.StringVar(&o.ImageBase, "image-base", "", "image arm: base image, an OCI layout directory or an image tarball (\"\" = empty base)")
@@ -112,6 +125,17 @@ func (o *buildOptions) validate() error {
 	}
 	if o.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", o.PGODuration)
+	}
+	if err := o.PGOLoad.Validate(o.PGOProfile); err != nil {
+		return err
+	}
+	for _, e := range o.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("--env: %q, want K=V", provenance.RedactEnv(e))
+		}
+	}
+	if err := o.PGOLoad.Config(nil, o.ServerArgs, o.Env).Check(); err != nil {
+		return cliopts.PGOFlagError(err)
 	}
 	if len(o.Arms) == 0 && len(o.Bin.Named) == 0 {
 		return fmt.Errorf("--arms: no arms named (known: %s)", strings.Join(builds.Known(), ", "))
@@ -154,6 +178,7 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	}
 	stage := runas.NewStage(user)
 	defer stage.Close()
+	pc := o.PGOLoad.Config(launch.AsUser{Stage: stage}, o.ServerArgs, o.Env)
 	bo := builds.Options{
 		CacheDir:       o.CacheDir,
 		NoCache:        o.NoCache,
@@ -161,7 +186,8 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 		UPXLevel:       o.UPXLevel,
 		PGOProfile:     o.PGOProfile,
 		PGODuration:    o.PGODuration,
-		CollectProfile: pgocollect.CollectWith(launch.AsUser{Stage: stage}),
+		CollectProfile: pc.Collector(),
+		ProfileLoad:    pc.Load(),
 		Instrument:     o.Instrument,
 		Verbose:        o.Verbose,
 	}
@@ -180,6 +206,9 @@ func runBuild(ctx context.Context, o *buildOptions, w io.Writer) error {
 	for _, b := range o.Bin.Named {
 		a, err := builds.BuildAs(ctx, b.Name, b.Path, bo)
 		arts, errs = append(arts, a), append(errs, err)
+	}
+	for i, err := range errs {
+		errs[i] = cliopts.PGOFlagError(err)
 	}
 	built, rows := buildRows(arts, errs)
 	var err error

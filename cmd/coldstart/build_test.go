@@ -69,7 +69,16 @@ func TestBuildCmdParse(t *testing.T) {
 		{"unknown format", []string{"-o", "xml"}, nil, `--output: unknown format "xml"`},
 		{"bin and package", []string{"--bin", "./srv", "./cmd/x"}, nil, "--bin ./srv and PKG ./cmd/x: give one or the other"},
 		{"short profile", []string{"--pgo-duration", "100ms"}, nil, "--pgo-duration: 100ms, want at least 1s"},
-		{"two packages", []string{"./a", "./b"}, nil, "accepts at most 1 arg"},
+		{"two packages", []string{"./a", "./b"}, nil, `want at most one PKG, got ["./a" "./b"]`},
+		{"pgo load from the user", []string{"--arms", "pgo", "--pgo-call", "/a.B/C", "--pgo-data", "{}", "--env", "K=V", "./cmd/x", "--", "-listen", "{addr}"},
+			with(func(o *buildOptions) {
+				o.Arms = builds.ArmList{"pgo"}
+				o.PGOLoad = cliopts.PGOLoad{Call: "/a.B/C", Data: "{}"}
+				o.Env = []string{"K=V"}
+				o.Pkg, o.ServerArgs = "./cmd/x", []string{"-listen", "{addr}"}
+			}), ""},
+		{"pgo load and profile", []string{"--pgo-load", "hey {addr}", "--pgo-profile", "cpu.pprof"}, nil, "--pgo-load with --pgo-profile"},
+		{"pgo load placeholder", []string{"--pgo-load", "hey {url}"}, nil, "--pgo-load: server arguments: unknown placeholder {url}"},
 		{"verbose and quiet", []string{"-v", "-q"}, nil, "none of the others can be"},
 	}
 	for _, tt := range tests {

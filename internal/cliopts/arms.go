@@ -7,7 +7,6 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
-	"github.com/coldstart-go/coldstart/pgocollect"
 )
 
 // BuildArms is the one way both commands make their arms: it fills cfg
@@ -24,6 +23,9 @@ import (
 // start servers already), and the Built it returns runs --prepare before
 // each start and --cleanup on Close.
 func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsConfig) (campaign.Built, error) {
+	// The profile's load as given, {tmpdir} unfilled: a new campaign
+	// directory alone does not collect a new profile.
+	profileLoad := c.pgoConfig(nil).Load()
 	hc, err := c.beginHooks(ctx, r)
 	if err != nil {
 		return campaign.Built{}, err
@@ -41,7 +43,9 @@ func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsCon
 	cfg.RunAs = stage
 	b := &cfg.Build
 	b.UPXLevel, b.PGOProfile, b.PGODuration, b.Instrument = c.UPXLevel, c.PGOProfile, c.PGODuration, c.Instrument
-	b.CollectProfile = pgocollect.CollectWith(launch.AsUser{Stage: stage})
+	pc := c.pgoConfig(launch.AsUser{Stage: stage})
+	pc.Dir = cfg.Dir
+	b.CollectProfile, b.ProfileLoad = pc.Collector(), profileLoad
 	b.Progress, b.Verbose = c.Progress(), c.Verbose
 	if cfg.StartConfig.Record == nil {
 		cfg.StartConfig.Record = r.Add
@@ -50,6 +54,10 @@ func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsCon
 		cfg.StartConfig.Log = c.Log()
 	}
 	built, err := campaign.BuildArms(ctx, cfg)
+	for i, f := range built.Failed {
+		built.Failed[i] = PGOFlagError(f)
+	}
+	err = PGOFlagError(err)
 	c.endHooks(hc, &built)
 	if rerr := r.AddBuilt(built.Artifacts, built.Failed); rerr != nil {
 		return built, rerr

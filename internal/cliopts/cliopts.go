@@ -1,7 +1,7 @@
 // Package cliopts holds the flags coldstart's measuring commands (run,
 // density, explain) and steady run share, each with one meaning and typed,
-// parsed once: what to measure (PKG, --bin, --arms, --upx-level, --pgo-*,
-// --instrument), how the servers start (server arguments after --, --env,
+// parsed once: what to measure (PKG, --bin, --arms, --upx-level, --pgo-*
+// with the pgo profile's load, --instrument), how the servers start (server arguments after --, --env,
 // --run-as), what runs around the campaign (--setup, --prepare,
 // --cleanup, --hook-timeout), under what (--budget), what is printed (-q,
 // -v, -o) and where results go (--results-dir); and the one path both
@@ -45,8 +45,11 @@ type Common struct {
 	UPXLevel    builds.UPXLevel
 	PGOProfile  string
 	PGODuration time.Duration
-	Instrument  bool
-	Env         []string
+	// PGOLoad is what loads the server while the pgo profile is
+	// collected (--pgo-load, --pgo-call and its flags).
+	PGOLoad    PGOLoad
+	Instrument bool
+	Env        []string
 	// RunAs is --run-as as given ("" = 65532:65532 when root, else
 	// ourselves); Validate parses it into User.
 	RunAs   string
@@ -102,6 +105,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 	f.Var(&c.UPXLevel, "upx-level", "upx arm compression: default (seconds), best (minutes) or lzma (smallest, slowest to start)")
 	f.StringVar(&c.PGOProfile, "pgo-profile", "", "CPU profile (pprof) for the pgo arm (\"\" = collect one under load)")
 	f.DurationVar(&c.PGODuration, "pgo-duration", c.PGODuration, "how long to load the default arm while collecting the pgo profile, whole seconds")
+	c.PGOLoad.Bind(f)
 	f.BoolVar(&c.Instrument, "instrument", false, "compile the debug hook into PKG's arms (runtime metrics and pprof on $COLDSTART_DEBUG_ADDR: allocation per call, GC cycles); changes the binary, and the results say so")
 	f.StringArrayVar(&c.Env, "env", nil, "extra environment for the server, K=V (repeatable; values may name the placeholders server arguments take)")
 	f.StringVar(&c.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when run as root, else yourself)")
@@ -167,6 +171,9 @@ func (c *Common) Validate() error {
 	}
 	if c.PGODuration < time.Second {
 		return fmt.Errorf("--pgo-duration: %v, want at least 1s", c.PGODuration)
+	}
+	if err := c.PGOLoad.Validate(c.PGOProfile); err != nil {
+		return err
 	}
 	for _, e := range c.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
