@@ -91,15 +91,16 @@ func TestColdStartSampleServer(t *testing.T) {
 			if len(got) != 2*4 {
 				t.Fatalf("recorded %d samples, want 8 (warm-up + 3 runs, 2 arms)", len(got))
 			}
-			// Interleaved: arms alternate within every run. Each start is
-			// a process of its own: no PID twice.
+			// Interleaved: arms alternate within every run, taking turns
+			// going first. Each start is a process of its own: no PID
+			// twice.
 			pids := map[int]int{}
 			for i, s := range got {
 				if j, seen := pids[s.PID]; s.PID <= 0 || seen {
 					t.Errorf("sample %d: pid %d (sample %d had it too, or none recorded)", i, s.PID, j)
 				}
 				pids[s.PID] = i
-				wantArm := []string{"default", "self"}[i%2]
+				wantArm := []string{"default", "self"}[(i+i/2)%2]
 				if s.Arm != wantArm || s.Run != i/2 || s.Warmup != (i/2 == 0) {
 					t.Errorf("sample %d = %s run %d warmup %v, want %s run %d", i, s.Arm, s.Run, s.Warmup, wantArm, i/2)
 				}
@@ -130,16 +131,30 @@ func TestColdStartSampleServer(t *testing.T) {
 	}
 }
 
-// Alternate reverses the arms' order in every odd round, the warm-up
-// round in order.
-func TestColdStartAlternate(t *testing.T) {
-	var got []string
-	c := ColdStart{Arms: []Arm{selfArm("a", "health"), selfArm("b", "health")}, Runs: 3, Alternate: true}
-	if _, err := c.Run(context.Background(), func(s prober.Sample) error { got = append(got, s.Arm); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if want := "a b b a a b b a"; strings.Join(got, " ") != want {
-		t.Errorf("order %v, want %s", got, want)
+// The arms take turns starting first: round r starts them rotated by r,
+// the warm-up round in order; FixedOrder keeps one order.
+func TestColdStartOrder(t *testing.T) {
+	for _, tc := range []struct {
+		fixed bool
+		want  string
+	}{
+		{false, "a b c | b c a | c a b | a b c"},
+		{true, "a b c | a b c | a b c | a b c"},
+	} {
+		var got []string
+		c := ColdStart{Arms: []Arm{selfArm("a", "health"), selfArm("b", "health"), selfArm("c", "health")}, Runs: 3, FixedOrder: tc.fixed}
+		if _, err := c.Run(context.Background(), func(s prober.Sample) error {
+			if len(got) > 0 && len(got)%4 == 3 {
+				got = append(got, "|")
+			}
+			got = append(got, s.Arm)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("FixedOrder %v: order %s, want %s", tc.fixed, g, tc.want)
+		}
 	}
 }
 

@@ -74,27 +74,24 @@ type ColdStart struct {
 	// Polls are platform readiness-poll intervals whose delay each summary
 	// reports (nil = none); see Polled.
 	Polls []PollInterval
-	// Alternate runs the arms in reverse order in every odd round (A B,
-	// B A, A B, ...; the warm-up round 0 in order). A start can depend on
-	// what ran just before it (the previous server's teardown still under
-	// way): with one order in every round that effect reads as a
-	// difference between the arms when they are paired by round; here it
-	// cancels over pairs of rounds. Two names of one binary paired over
-	// 10 fixed-order rounds showed fork → exec (process_started) 3× slower
-	// for the arm that ran second.
-	Alternate bool
+	// FixedOrder starts the arms in the same order in every round. By
+	// default round r starts them rotated by r (A B C, B C A, C A B, ...;
+	// the warm-up round 0 in order), so that each arm starts in each
+	// position equally often: a start can depend on what ran just before
+	// it (the previous server's teardown still under way), and with one
+	// order in every round that effect reads as a difference between the
+	// arms when they are paired by round.
+	FixedOrder bool
 }
 
 // order is the arms in the order round run starts them.
 func (c ColdStart) order(run int) []Arm {
-	if !c.Alternate || run%2 == 0 {
+	n := len(c.Arms)
+	if c.FixedOrder || n < 2 || run%n == 0 {
 		return c.Arms
 	}
-	out := make([]Arm, len(c.Arms))
-	for i, a := range c.Arms {
-		out[len(out)-1-i] = a
-	}
-	return out
+	k := run % n
+	return append(append([]Arm(nil), c.Arms[k:]...), c.Arms[:k]...)
 }
 
 // Noise is what else the machine did during one round of a campaign

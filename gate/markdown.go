@@ -86,7 +86,7 @@ func (r *Result) context() string {
 		trimFloat(100*r.Options.confidence()), r.Tested, plural(r.Tested, "test", "tests"), pct(r.Options.MaxRegression))
 	fmt.Fprintf(&b, " Cold starts counted: base %s, new %s.", countText(r.Base), countText(r.New))
 	if r.FirstEveryRound != "" {
-		fmt.Fprintf(&b, " %s started first in every round: an effect of going second (the previous server's teardown) reads as a difference; gate --base takes turns.", r.FirstEveryRound)
+		fmt.Fprintf(&b, " %s started first in every round: an effect of going second (the previous server's teardown) reads as a difference; coldstart run and gate --base now start the arms in turns, so measure again.", r.FirstEveryRound)
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(&b, " Not compared: %s.", strings.Join(r.Skipped, "; "))

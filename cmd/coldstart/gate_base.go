@@ -111,9 +111,8 @@ func (o *gateOptions) measure(ctx context.Context) (string, error) {
 		Checker: checker, Wait: prober.WaitOptions{Timeout: o.Timeout},
 		Progress: o.Progress(), Log: o.Log(), Confidence: o.Confidence,
 		Noise: func(n campaign.Noise) error { return rf.Add("noise", n) },
-		// Base and new take turns going first: what a start inherits
-		// from the one before cancels in the pairs.
-		Alternate: true,
+		// Base and new take turns going first (campaign's default): what
+		// a start inherits from the one before cancels in the pairs.
 	}
 	var samples []prober.Sample
 	sums, err := c.Run(ctx, func(s prober.Sample) error {
