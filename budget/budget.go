@@ -21,7 +21,9 @@
 //	           256Mi or 1.5Gi
 //
 // A CPU set alone needs no cgroup: the server's CPU affinity is set from its
-// first instruction. cores= and mem= need a writable cgroup hierarchy (root).
+// first instruction. cores= and mem= need a writable cgroup hierarchy: root,
+// or on cgroup v2 a subtree delegated to this user, found by itself under
+// systemd user delegation or named with UseParent (see delegatedParent).
 package budget
 
 import (

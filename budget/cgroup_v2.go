@@ -24,10 +24,11 @@ import (
 // cgroup without controllers costs the server's start nothing, and
 // cgroup.kill (Linux 5.14) works in it all the same.
 //
-// By default it sits under the hierarchy's root rather than under this
-// process's own cgroup: a v2 cgroup that holds processes cannot hand
-// controllers to its children ("no internal processes"), and ours usually
-// holds us.
+// It never sits under this process's own cgroup: a v2 cgroup that holds
+// processes cannot hand controllers to its children ("no internal
+// processes"), and ours holds us. For root it goes by default under the
+// hierarchy's root (DefaultParent); for anyone else beside its own, in
+// the subtree delegated to it (see delegatedParent).
 type cgroupV2 struct {
 	mount       string // /sys/fs/cgroup
 	group       string // /coldstart/<id>
@@ -40,7 +41,12 @@ var _ cgroup = (*cgroupV2)(nil)
 
 func newCgroupV2(mount, parent, id string, b Budget, trackOnly bool) (_ *cgroupV2, err error) {
 	c := &cgroupV2{mount: mount, group: path.Join(parent, id)}
+	// Root can enable any controller of the hierarchy on the way down;
+	// anyone else only what the nearest level that exists already has.
 	ctlFile := filepath.Join(mount, "cgroup.controllers")
+	if os.Geteuid() != 0 {
+		ctlFile = filepath.Join(nearestExisting(mount, parent), "cgroup.controllers")
+	}
 	raw, err := os.ReadFile(ctlFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read %s: %w", ErrNoCgroup, ctlFile, err)
@@ -107,6 +113,17 @@ func newCgroupV2(mount, parent, id string, b Budget, trackOnly bool) (_ *cgroupV
 		}
 	}
 	return c, nil
+}
+
+// nearestExisting is the directory of parent, or of its nearest ancestor
+// that exists, under mount.
+func nearestExisting(mount, parent string) string {
+	for p := parent; ; p = path.Dir(p) {
+		dir := filepath.Join(mount, p)
+		if _, err := os.Stat(dir); err == nil || p == "/" {
+			return dir
+		}
+	}
 }
 
 func (c *cgroupV2) mode() Mode   { return ModeV2 }

@@ -61,9 +61,11 @@ var ErrNoCgroup = errors.New("no writable cgroup hierarchy")
 // for the budget's memory limit.
 var ErrMemoryLimit = errors.New("killed by the budget's memory limit")
 
-// DefaultParent is the cgroup under which each placement's cgroup is made,
-// from the root of each hierarchy (v1: in each controller's hierarchy);
-// WithParent picks another. Close removes DefaultParent when it is empty
+// DefaultParent is the cgroup under which root makes each placement's
+// cgroup, from the root of each hierarchy (v1: in each controller's
+// hierarchy); WithParent or UseParent picks another, and a process that
+// is not root on cgroup v2 uses its delegated subtree instead (see
+// delegatedParent). Close removes DefaultParent when it is empty
 // (it is coldstart's own, shared by concurrent runs: rmdir fails while
 // another run's cgroup is inside, and a run that loses its parent between
 // two mkdirs tries again); of another parent, only the levels that
@@ -115,8 +117,8 @@ func WithAccounting() PlaceOption { return func(c *placeConfig) { c.accounting =
 func WithOwnCgroup() PlaceOption { return func(c *placeConfig) { c.own = true } }
 
 // WithParent makes the placement's cgroup under parent, a cgroup path from
-// the hierarchy's root such as "/coldstart" (the default) or a subtree
-// delegated to this user. Missing levels are created, and removed again
+// the hierarchy's root such as "/coldstart" (root's default) or a subtree
+// delegated to this user (overriding UseParent). Missing levels are created, and removed again
 // at Close when empty.
 func WithParent(parent string) PlaceOption { return func(c *placeConfig) { c.parent = parent } }
 
@@ -172,11 +174,11 @@ type cgroup interface {
 // The cgroup, when the budget needs one, is made here: outside the time
 // Start measures. Call Close when done, also on failure paths.
 func (b Budget) Place(id string, opts ...PlaceOption) (*Placement, error) {
-	cfg := placeConfig{parent: DefaultParent}
+	var cfg placeConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if !path.IsAbs(cfg.parent) || path.Clean(cfg.parent) != cfg.parent {
+	if cfg.parent != "" && (!path.IsAbs(cfg.parent) || path.Clean(cfg.parent) != cfg.parent) {
 		return nil, fmt.Errorf("place budget %s: parent cgroup %q: want a clean path from the hierarchy's root, e.g. %s", b, cfg.parent, DefaultParent)
 	}
 	if !idRE.MatchString(id) {
@@ -222,6 +224,28 @@ func newCgroup(cfg placeConfig, id string, b Budget, trackOnly bool) (cgroup, er
 	if os.Geteuid() != 0 {
 		why = fmt.Sprintf(" (not root: euid %d)", os.Geteuid())
 	}
+	if cfg.parent == "" && usedParent() != "" {
+		cfg.parent = usedParent()
+	}
+	if cfg.parent == "" {
+		var need []string
+		if !trackOnly {
+			if b.Cores > 0 {
+				need = append(need, "cpu")
+			}
+			if b.MemBytes > 0 {
+				need = append(need, "memory")
+			}
+		}
+		var err error
+		if cfg.parent, err = resolveParent(mode, mount, need); err != nil {
+			return nil, err
+		}
+	} else if mode == ModeV2 {
+		if err := checkJoinable(mount, cfg.parent); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		cg  cgroup
 		err error
@@ -245,6 +269,8 @@ func newCgroup(cfg placeConfig, id string, b Budget, trackOnly bool) (cgroup, er
 	switch {
 	case err == nil:
 		return cg, nil
+	case os.Geteuid() != 0 && errors.Is(err, os.ErrPermission):
+		return nil, fmt.Errorf("%w%s: %w; %w", ErrNoCgroup, why, err, ErrNeedSubtree)
 	case errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EROFS):
 		return nil, fmt.Errorf("%w%s: %w; cores= and mem= budgets need one, cpus= budgets work without",
 			ErrNoCgroup, why, err)

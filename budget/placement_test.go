@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // goroutines; prints "spin WALL CPU" in seconds for the spinning alone),
 // "alloc:MiB" (allocate and touch, then exit 0), "exit:N", "crash",
 // "gomaxprocs", "place:BUDGET" (Place and Start in a budget, as whoever
-// runs it, and print the result).
+// runs it, and print the result), "delegated:BUDGET" (see delegatedChild).
 func child(mode string) int {
 	what, arg, _ := strings.Cut(mode, ":")
 	switch what {
@@ -102,6 +102,8 @@ func child(mode string) int {
 			fmt.Println("wait:", err)
 			return 1
 		}
+	case "delegated":
+		return delegatedChild(arg)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 1
@@ -621,14 +623,10 @@ func TestStartTwice(t *testing.T) {
 	}
 }
 
-// TestNotRoot runs Place as an unprivileged user: a quota is refused with
-// the reason and what still works; a CPU set still works.
-func TestNotRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		require.Skipf(t, require.Root, "needs root to switch to an unprivileged user")
-	}
-	// t.TempDir's directories are private to root; the copy must be
-	// reachable by the unprivileged user.
+// unprivilegedCopy copies this test binary where an unprivileged user can
+// run it (t.TempDir's directories are private to root).
+func unprivilegedCopy(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -643,13 +641,24 @@ func TestNotRoot(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+// TestNotRoot runs Place as an unprivileged user without a delegated
+// subtree: a quota is refused with the reason and how to get one; a CPU
+// set still works.
+func TestNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		require.Skipf(t, require.Root, "needs root to switch to an unprivileged user")
+	}
+	bin := unprivilegedCopy(t)
 	cpu := allowed(t)[0]
 	tests := []struct {
 		budget string
 		want   []string
 	}{
-		{"cores=0.5", []string{"place:", "no writable cgroup hierarchy", "not root", "cpus= budgets work without"}},
-		{"mem=64Mi", []string{"place:", "not root", "cpus= budgets work without"}},
+		{"cores=0.5", []string{"place:", "no writable cgroup hierarchy", "not root", ErrNeedSubtree.Error()}},
+		{"mem=64Mi", []string{"place:", "not root", ErrNeedSubtree.Error()}},
 		{"cpus=" + strconv.Itoa(cpu), []string{"Cpus_allowed_list:\t" + strconv.Itoa(cpu)}},
 	}
 	for _, tt := range tests {
