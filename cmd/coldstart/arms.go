@@ -96,9 +96,11 @@ var probeFlags = map[string]string{"probe": "--probe", "request": "--probe-reque
 // flagError is err as the user reads it: where prober says which input of
 // a probe is wrong (a prober.OptionError, with the context around it
 // kept: the arm, the run), the message names the flag it came from
-// instead. prober knows no flags, so that its checks and their words
-// live once, in prober.
+// instead; where budget says what a cgroup needs when not root, it names
+// --cgroup-parent (cliopts.BudgetError). prober and budget know no flags,
+// so that their checks and their words live once, in them.
 func flagError(err error) error {
+	err = cliopts.BudgetError(err)
 	var oe *prober.OptionError
 	if !errors.As(err, &oe) {
 		return err

@@ -242,9 +242,11 @@ var configFlags = map[string]string{
 // flagError is err as the user reads it: where steady says which setting
 // of its Config is wrong (a steady.OptionError, with the context around
 // it kept), the message names the flag that set it instead, and the flag
-// that would fix it. steady knows no flags, so that its checks and their
+// that would fix it (and cliopts.BudgetError names --cgroup-parent where
+// budget says what a cgroup needs when not root). steady knows no flags, so that its checks and their
 // words live once, in steady, whoever fills its Config.
 func flagError(err error) error {
+	err = cliopts.BudgetError(err)
 	var oe *steady.OptionError
 	if !errors.As(err, &oe) {
 		return err

@@ -55,6 +55,10 @@ type Common struct {
 	RunAs   string
 	User    runas.User
 	Budgets budget.List
+	// CgroupParent is --cgroup-parent: the cgroup the servers' budget
+	// cgroups go under ("" = budget's default); Validate hands it to
+	// budget.UseParent.
+	CgroupParent string
 	// Baseline is the arm the others are compared against ("" = default
 	// where it is measured, else the first arm).
 	Baseline    string
@@ -111,6 +115,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 	f.StringVar(&c.RunAs, "run-as", "", "user the servers run as: USER, UID[:GID] or root (\"\" = 65532:65532 when run as root, else yourself)")
 	c.HookFlags.bind(f)
 	f.Var(&c.Budgets, "budget", "CPU and memory budgets, ';'-separated or repeated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max (no limit)")
+	f.StringVar(&c.CgroupParent, "cgroup-parent", "", "cgroup the servers' budget cgroups go under, from the hierarchy's root or as /sys/fs/cgroup/PATH: a cgroup v2 subtree delegated (chowned) to you, for cores= and mem= when not root (\"\" = /coldstart as root, else the subtree systemd delegates to you, when writable)")
 	f.StringVar(&c.Baseline, "baseline", "", BaselineHelp)
 	f.VarP(&c.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&c.ResultsDir, "results-dir", c.ResultsDir, "directory for the raw results file")
@@ -189,6 +194,9 @@ func (c *Common) Validate() error {
 		return err
 	}
 	c.User = u
+	if err := budget.UseParent(c.CgroupParent); err != nil {
+		return fmt.Errorf("--cgroup-parent: %w", err)
+	}
 	return c.HookFlags.validate()
 }
 

@@ -1,6 +1,28 @@
 package cliopts
 
-import "strings"
+import (
+	"errors"
+	"strings"
+
+	"github.com/coldstart-go/coldstart/budget"
+)
+
+// NoCgroupHelp is what a command says, naming its flag, where the budget
+// library says how a process that is not root gets a cgroup
+// (budget.ErrNeedSubtree).
+const NoCgroupHelp = "cores= and mem= budgets need a writable cgroup v2 subtree: " +
+	"run as root, or under systemd user delegation (e.g. systemd-run --user --scope), " +
+	"or run inside a cgroup directory chowned to you and pass it as --cgroup-parent; " +
+	"cpus= budgets work without"
+
+// BudgetError is err with budget.ErrNeedSubtree's advice said as
+// NoCgroupHelp, which names --cgroup-parent (err as it is otherwise).
+func BudgetError(err error) error {
+	if !errors.Is(err, budget.ErrNeedSubtree) {
+		return err
+	}
+	return ReplaceMessage(err, budget.ErrNeedSubtree, NoCgroupHelp)
+}
 
 // ReplaceMessage returns err with the message of part, an error in its
 // tree, said as text instead, the rest of err's message kept: how a

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/coldstart-go/coldstart/budget"
 )
 
 func TestReplaceMessage(t *testing.T) {
@@ -27,5 +29,20 @@ func TestReplaceMessage(t *testing.T) {
 				t.Errorf("ReplaceMessage(%q) hides the error it restates", tt.err)
 			}
 		})
+	}
+}
+
+func TestBudgetError(t *testing.T) {
+	err := fmt.Errorf("start default: place budget cores=0.5: %w (not root: euid 1000): mkdir: permission denied; %w", budget.ErrNoCgroup, budget.ErrNeedSubtree)
+	got := BudgetError(err)
+	want := "start default: place budget cores=0.5: no writable cgroup hierarchy (not root: euid 1000): mkdir: permission denied; " + NoCgroupHelp
+	if got.Error() != want {
+		t.Errorf("BudgetError = %q, want %q", got, want)
+	}
+	if !errors.Is(got, budget.ErrNoCgroup) {
+		t.Errorf("BudgetError hides ErrNoCgroup")
+	}
+	if other := errors.New("other"); BudgetError(other) != other {
+		t.Errorf("BudgetError changed an error without the budget's advice")
 	}
 }
