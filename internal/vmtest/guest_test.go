@@ -19,11 +19,13 @@ import (
 
 // guestBudgetTests must pass inside the guest, not skip: the budget tests
 // that show cores=, mem=, cpus=, UseCgroupFD, memory.peak, GOMAXPROCS and
-// cleanup on pure cgroup v2.
+// cleanup on pure cgroup v2, as root and as a user a subtree is delegated
+// to.
 var guestBudgetTests = []string{
 	"TestCPUSet", "TestGOMAXPROCSMatchesServer", "TestGOMAXPROCSMatchesServer/cores=2.5", "TestQuotaHalfCore", "TestMemoryLimitKills",
 	"TestMemoryPeakFromFirstInstruction", "TestChildInCgroupAndThreadsRestored", "TestV2CloneInto",
 	"TestCleanup", "TestNotRoot", "TestCheck", "TestAccounting", "TestConcurrentPlacements",
+	"TestDelegatedSubtree/max", "TestDelegatedSubtree/cores=0.5", "TestDelegatedSubtree/mem=32Mi", "TestDelegatedSubtree/outside",
 }
 
 // TestCgroupV2Guest boots each cached Debian kernel in pure cgroup v2 mode
@@ -51,7 +53,7 @@ func TestCgroupV2Guest(t *testing.T) {
 			withRun := i == 0
 			if withRun {
 				plan.Steps = append(plan.Steps, coldstartSteps...)
-				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl", "/results-detach/*.jsonl"}
+				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl", "/results-detach/*.jsonl", "/tmp/results-user/*.jsonl"}
 			}
 			writeInitramfs(t, img, bins, busybox, plan, withRun)
 			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 14 * time.Minute, SilenceTimeout: 4 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
@@ -91,6 +93,9 @@ func runGuest(t *testing.T, m Machine, img string, k Kernel) (*Outcome, error) {
 	}
 }
 
+// userUID is the unprivileged user the coldstart-user step runs as (nobody).
+const userUID = 65534
+
 // detachMarker is the length of the sleep the detaching test server
 // leaves behind in the guest: whole seconds, as any sleep takes them.
 const detachMarker = "3604711"
@@ -98,8 +103,8 @@ const detachMarker = "3604711"
 // coldstartSteps run coldstart itself in the guest: a campaign under a
 // quota and a memory limit, then one interrupted while a server runs in
 // its cgroup, then one of a server that detaches a child each start,
-// unconstrained and under a quota (guestinit checks after each that no
-// cgroup and no process is left).
+// unconstrained and under a quota, then one as a user that is not root
+// (guestinit checks after each that no cgroup and no process is left).
 var coldstartSteps = []Step{
 	{
 		Name: "coldstart-detach",
@@ -125,6 +130,16 @@ var coldstartSteps = []Step{
 		// A server is running in its cgroup under /coldstart.
 		InterruptWhenPopulated: "/sys/fs/cgroup/coldstart",
 		AnyExit:                true,
+	},
+	{
+		// Not root, in a subtree delegated as systemd delegates one:
+		// coldstart finds it by itself and places each server's budget
+		// cgroup beside its own.
+		Name: "coldstart-user",
+		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default",
+			"--budget", "cores=0.5,mem=64Mi", "-n", "3", "--results-dir", "/tmp/results-user", "--timeout", "2m"},
+		Env: []string{"HOME=/tmp", "USER=nobody"},
+		Dir: "/tmp", Timeout: 6 * time.Minute, User: userUID,
 	},
 }
 
@@ -296,7 +311,7 @@ func (l *lineLog) Write(p []byte) (int, error) {
 // COLDSTART_VM_RESULTS set, the files are also saved there.
 func checkColdstartResults(t *testing.T, o *Outcome) {
 	t.Helper()
-	var runFile, intFile, detachFile []byte
+	var runFile, intFile, detachFile, userFile []byte
 	for name, data := range o.Files {
 		switch {
 		case strings.HasPrefix(name, "/results/"):
@@ -305,6 +320,8 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 			intFile = data
 		case strings.HasPrefix(name, "/results-detach/"):
 			detachFile = data
+		case strings.HasPrefix(name, "/tmp/results-user/"):
+			userFile = data
 		}
 		if d := os.Getenv("COLDSTART_VM_RESULTS"); d != "" {
 			dst := filepath.Join(d, strings.TrimSuffix(filepath.Base(name), ".jsonl")+"_vm-"+o.Info["kernel"]+".jsonl")
@@ -314,8 +331,8 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 			t.Logf("guest %s saved as %s", name, dst)
 		}
 	}
-	if runFile == nil || intFile == nil || detachFile == nil {
-		t.Fatalf("guest exported %d files, want the three results files", len(o.Files))
+	if runFile == nil || intFile == nil || detachFile == nil || userFile == nil {
+		t.Fatalf("guest exported %d files, want the four results files", len(o.Files))
 	}
 	type summary struct {
 		Kind        string  `json:"kind"`
@@ -391,6 +408,27 @@ func checkColdstartResults(t *testing.T, o *Outcome) {
 	}
 	if detached["max"] != 6 || detached["cores=1"] != 6 {
 		t.Errorf("detaching server's samples per budget: %v, want 6 (warm-up and 5 runs) under max and cores=1", detached)
+	}
+	// Not root, in the delegated subtree: the budget's cgroup was made
+	// and read as for root, and contained each start.
+	var userSummary bool
+	for _, s := range records(userFile) {
+		switch s.Kind {
+		case "summary":
+			userSummary = true
+			t.Logf("guest summary as uid %d: %s %s runs %d  median %.1f ms  cgroup CPU %.1f ms  memory peak %d B",
+				userUID, s.Arm, s.Budget, s.Runs, s.MedianMs, s.CgroupCPUMs, s.MemPeak)
+			if s.Arm != "default" || s.Budget != "cores=0.5,mem=64Mi" || s.Runs != 3 || s.MedianMs <= 0 || s.CgroupCPUMs <= 0 || s.MemPeak <= 0 {
+				t.Errorf("as uid %d: %+v; want default under cores=0.5,mem=64Mi, 3 runs with a time, cgroup CPU and a memory peak", userUID, s)
+			}
+		case "sample":
+			if s.Error != "" || s.Containment != "cgroup-v2" {
+				t.Errorf("as uid %d: sample error %q, containment %q; want none and cgroup-v2", userUID, s.Error, s.Containment)
+			}
+		}
+	}
+	if !userSummary {
+		t.Errorf("as uid %d: no summary in the results:\n%s", userUID, userFile)
 	}
 	var interrupted int
 	for _, s := range records(intFile) {

@@ -44,7 +44,19 @@ type Step struct {
 	// AnyExit passes the step whatever its exit status (an interrupted
 	// command); it must still end before its timeout.
 	AnyExit bool `json:"any_exit,omitempty"`
+	// User, when not 0, runs the step as that uid (and gid) rather than
+	// root, in a cgroup subtree delegated to it as systemd delegates
+	// user@UID.service: DelegatedCgroup(User), with it and its
+	// cgroup.procs, cgroup.subtree_control and cgroup.threads chowned to
+	// the user, and the step's process in a leaf "init" inside. The
+	// guest removes both after the step; anything else left in them is
+	// a cgroup left behind.
+	User int `json:"user,omitempty"`
 }
+
+// DelegatedCgroup is the cgroup a step with User uid runs under, from
+// the hierarchy's root.
+func DelegatedCgroup(uid int) string { return "/vmtest-user-" + strconv.Itoa(uid) }
 
 // The guest's console protocol: lines starting with Marker, anywhere in a
 // console line (a step's last line may lack its newline):

@@ -210,6 +210,16 @@ func runStep(s vmtest.Step) bool {
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if s.User != 0 {
+		fd, undo, err := delegate(s.User)
+		defer undo()
+		if err != nil {
+			fail("delegate a cgroup to uid %d: %v", s.User, err)
+			return false
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.User), Gid: uint32(s.User)}
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		fail("start: %v", err)
@@ -266,6 +276,13 @@ wait:
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		fail("processes left behind: %s", strings.Join(desc, " "))
+	}
+	if s.User != 0 {
+		// The subtree's own two levels go; what is left in them stays
+		// for leftCgroups to report.
+		for _, d := range []string{"init", ""} {
+			_ = unix.Rmdir(filepath.Join("/sys/fs/cgroup", vmtest.DelegatedCgroup(s.User), d))
+		}
 	}
 	if left := leftCgroups(); len(left) > 0 {
 		fail("cgroups left behind: %s", strings.Join(left, " "))
@@ -345,4 +362,28 @@ func export(globs []string) bool {
 		}
 	}
 	return ok
+}
+
+// delegate makes the cgroup subtree a step with User runs in, chowned to
+// uid as systemd chowns a delegated unit's, and returns an O_PATH
+// descriptor of its leaf "init" for the step to be cloned into, and what
+// closes it.
+func delegate(uid int) (fd int, undo func(), err error) {
+	undo = func() {}
+	top := filepath.Join("/sys/fs/cgroup", vmtest.DelegatedCgroup(uid))
+	for _, d := range []string{top, filepath.Join(top, "init")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return -1, undo, err
+		}
+		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+			if err := os.Chown(filepath.Join(d, f), uid, uid); err != nil {
+				return -1, undo, err
+			}
+		}
+	}
+	fd, err = unix.Open(filepath.Join(top, "init"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, undo, err
+	}
+	return fd, func() { unix.Close(fd) }, nil
 }
