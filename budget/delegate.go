@@ -212,3 +212,33 @@ func commonAncestor(a, b string) string {
 	}
 	return "/" + strings.Join(out, "/")
 }
+
+// DelegatedParent is the cgroup, from the hierarchy's root, under which a
+// process that is not root places a cgroup for b on cgroup v2: UseParent's,
+// else the delegated subtree Place finds by itself. It is for a runtime
+// that makes the cgroup itself (rootless runc, given it as cgroupsPath).
+// It asks for the controllers of a CPU quota and a memory limit, not
+// cpuset: a CPU set needs no cgroup (see Place).
+// Where there is none (not cgroup v2, nothing delegated, or a parent this
+// process is outside of) the error wraps ErrNoCgroup and ErrNeedSubtree.
+func DelegatedParent(b Budget) (string, error) {
+	if mode := HostMode(); mode != ModeV2 {
+		return "", fmt.Errorf("%w (not root: euid %d): the host's cgroups are %s, and only cgroup v2 delegates a subtree to a user; %w",
+			ErrNoCgroup, os.Geteuid(), mode, ErrNeedSubtree)
+	}
+	const mount = "/sys/fs/cgroup"
+	if p := usedParent(); p != "" {
+		if err := checkJoinable(mount, p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	var need []string
+	if b.Cores > 0 {
+		need = append(need, "cpu")
+	}
+	if b.MemBytes > 0 {
+		need = append(need, "memory")
+	}
+	return delegatedParent(mount, need)
+}
