@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +123,20 @@ func (r *Runc) workDir() string {
 		return r.WorkDir
 	}
 	return os.TempDir()
+}
+
+// stateRoot is runc's --root: Root; else, when not root, runc's own
+// rootless choice $XDG_RUNTIME_DIR/runc where that is set, and a
+// directory of this user's in the temp directory where not (runc would
+// use /run/runc, which only root may write); else runc's default.
+func (r *Runc) stateRoot() string {
+	if r.Root != "" || os.Geteuid() == 0 {
+		return r.Root
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "runc")
+	}
+	return filepath.Join(os.TempDir(), "runc-"+strconv.Itoa(os.Geteuid()))
 }
 
 func (r *Runc) grace() time.Duration {
@@ -239,7 +254,7 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 		}
 	}
 	c := &container{
-		arm: s.Arm, id: s.ID, runc: bin, root: r.Root, grace: r.grace(), log: s.Log,
+		arm: s.Arm, id: s.ID, runc: bin, root: r.stateRoot(), grace: r.grace(), log: s.Log,
 		bundle: filepath.Join(r.workDir(), s.ID),
 		done:   make(chan struct{}), cleaned: make(chan struct{}),
 		procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup", pidfd: -1,
@@ -334,7 +349,7 @@ func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
 	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
 	// alone and coldstart stops the container in order.
 	create.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := create.Run(); err != nil {
+	if err := runCreate(create, s); err != nil {
 		return fmt.Errorf("runc create: %v%s", err, c.stderrTail())
 	}
 	c.created = time.Since(c.t0)
@@ -371,6 +386,24 @@ func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
 	watching = true
 	go c.watch()
 	return nil
+}
+
+// runCreate runs `runc create`. Rootless, a CPU set is no cgroup's but
+// the affinity runc create starts with, which runc's init and so the
+// server inherit (see rootless).
+func runCreate(create *exec.Cmd, s Spec) error {
+	if os.Geteuid() == 0 || len(s.Budget.CPUs) == 0 {
+		return create.Run()
+	}
+	pl, err := budget.Budget{CPUs: s.Budget.CPUs}.Place(s.ID)
+	if err != nil {
+		return err
+	}
+	defer pl.Close()
+	if err := pl.Start(create); err != nil {
+		return err
+	}
+	return create.Wait()
 }
 
 // cmd is a runc command line, printed to the log when there is one.
@@ -564,6 +597,12 @@ func runtimeSpec(s Spec, fs *Rootfs) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if os.Geteuid() != 0 {
+		// Only this user's own uid and gid are mapped, as container 0
+		// (runc's init must become root in the user namespace): the
+		// image's user is not mapped without subordinate ids.
+		user = specs.User{}
+	}
 	cwd := ic.WorkingDir
 	if cwd == "" {
 		cwd = "/"
@@ -608,7 +647,53 @@ func runtimeSpec(s Spec, fs *Rootfs) (*specs.Spec, error) {
 		dir := filepath.Dir(s.Target.Address)
 		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: dir, Type: "bind", Source: dir, Options: []string{"rbind", "rw"}})
 	}
+	if os.Geteuid() != 0 {
+		if err := rootless(spec, s); err != nil {
+			return nil, err
+		}
+	}
 	return spec, nil
+}
+
+// rootless makes spec one runc runs without root, as `runc spec
+// --rootless` does: a user namespace mapping this user's uid and gid to
+// the container's 0, /sys bind-mounted (a fresh sysfs needs a network
+// namespace of our own; the container has the host's), no gid= on
+// devpts (gid 5 is not mapped). Cgroups: in a subtree delegated to this
+// user when there is one (budget.DelegatedParent), given to runc by its
+// absolute path, with the budget's quota and memory limit; else none,
+// which runc's rootless mode accepts only with no cgroupsPath and no
+// resources. A budget with a quota or memory limit then fails with why;
+// a CPU set alone is the affinity runc create is started with
+// (cpusetOnCreate), so never a cpuset write.
+func rootless(spec *specs.Spec, s Spec) error {
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	spec.Linux.Namespaces = append(spec.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+	spec.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uid, Size: 1}}
+	spec.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: gid, Size: 1}}
+	for i, m := range spec.Mounts {
+		switch {
+		case m.Destination == "/sys":
+			spec.Mounts[i] = specs.Mount{Destination: "/sys", Type: "none", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
+		case m.Type == "devpts":
+			spec.Mounts[i].Options = slices.DeleteFunc(slices.Clone(m.Options), func(o string) bool { return strings.HasPrefix(o, "gid=") })
+		}
+	}
+	b := s.Budget
+	b.CPUs = nil // the affinity of runc create, not a cpuset
+	spec.Linux.CgroupsPath, spec.Linux.Resources = "", nil
+	parent, err := budget.DelegatedParent(b)
+	switch {
+	case err == nil:
+		spec.Linux.CgroupsPath = path.Join(parent, s.ID)
+		if b.NeedsCgroup() {
+			spec.Linux.Resources = resources(b)
+			spec.Linux.Resources.Devices = nil // runc's rootless mode writes no devices cgroup
+		}
+	case b.NeedsCgroup():
+		return fmt.Errorf("rootless runc: %w", err)
+	}
+	return nil
 }
 
 // nofile is the open-files limit: containerd's soft 1024, hard 524288, the
@@ -638,6 +723,9 @@ func socketDirFor(fs *Rootfs, s Spec) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("socket directory: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return nil // rootless: the container's user is this one
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || u.UID == 0 || st.Uid == u.UID || fi.Mode().Perm()&0o002 != 0 {
