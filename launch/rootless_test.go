@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
+	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/internal/require"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -26,8 +27,11 @@ const rootlessChildEnv = "COLDSTART_ROOTLESS_IMAGE"
 
 // rootlessChild launches $COLDSTART_ROOTLESS_IMAGE with runc under the
 // budget in $COLDSTART_ROOTLESS_BUDGET, waits until it serves, prints what
-// the server sees of itself ("uid_map ...", "Cpus_allowed_list: ..."),
-// stops it and prints "stopped <err>", and "closed <err>" after Close.
+// the server sees of itself ("uid_map ...", "Cpus_allowed_list: ...",
+// "cgroup ..."; with $COLDSTART_ROOTLESS_WANT_CGROUP, its cgroup's
+// cpu.max and memory.max, failing unless they are the budget's: the
+// guest's delegated subtree, internal/vmtest; $COLDSTART_ROOTLESS_NO_PIVOT
+// sets Runc.NoPivot, for the guest's initramfs root), stops it and prints "stopped <err>", and "closed <err>" after Close.
 func rootlessChild(image string) int {
 	ctx := context.Background()
 	b, err := budget.ParseOne(os.Getenv("COLDSTART_ROOTLESS_BUDGET"))
@@ -35,7 +39,7 @@ func rootlessChild(image string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	r := &launch.Runc{WorkDir: os.Getenv("COLDSTART_ROOTLESS_WORK"), Grace: time.Second}
+	r := &launch.Runc{WorkDir: os.Getenv("COLDSTART_ROOTLESS_WORK"), Grace: time.Second, NoPivot: os.Getenv("COLDSTART_ROOTLESS_NO_PIVOT") != ""}
 	defer func() { fmt.Println("closed", r.Close()) }()
 	target, err := prober.FreeTCP()
 	if err != nil {
@@ -61,7 +65,26 @@ func rootlessChild(image string) int {
 			fmt.Println(strings.Join(strings.Fields(l), " "))
 		}
 	}
+	raw, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+	own := procfs.ParseCgroups(string(raw))[""]
+	fmt.Println("cgroup", own)
+	fail := false
+	if os.Getenv("COLDSTART_ROOTLESS_WANT_CGROUP") != "" {
+		// A delegated v2 subtree: runc made the container's cgroup
+		// there, with the budget's quota and memory limit.
+		for _, f := range []struct{ file, want string }{{"cpu.max", "50000 100000"}, {"memory.max", strconv.FormatInt(b.MemBytes, 10)}} {
+			got, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", own, f.file))
+			fmt.Printf("%s %s %v\n", f.file, strings.TrimSpace(string(got)), err)
+			if strings.TrimSpace(string(got)) != f.want {
+				fmt.Println("error", f.file, "want", f.want)
+				fail = true
+			}
+		}
+	}
 	fmt.Println("stopped", inst.Stop(ctx))
+	if fail {
+		return 1
+	}
 	return 0
 }
 

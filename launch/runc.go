@@ -63,6 +63,11 @@ type Runc struct {
 	WorkDir string
 	// Grace is how long Stop waits after SIGTERM before SIGKILL (0 = 2 s).
 	Grace time.Duration
+	// NoPivot passes --no-pivot to runc create: where the host's root
+	// is an initramfs, pivot_root fails (EINVAL) and runc must move the
+	// rootfs over / and chroot instead, as Docker's DOCKER_RAMDISK does.
+	// A chroot is escapable where pivot_root is not: use it only there.
+	NoPivot bool
 
 	mu     sync.Mutex
 	rootfs map[string]*Rootfs // by image path and its index/manifest stamp
@@ -254,7 +259,7 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 		}
 	}
 	c := &container{
-		arm: s.Arm, id: s.ID, runc: bin, root: r.stateRoot(), grace: r.grace(), log: s.Log,
+		arm: s.Arm, id: s.ID, runc: bin, root: r.stateRoot(), grace: r.grace(), log: s.Log, noPivot: r.NoPivot,
 		bundle: filepath.Join(r.workDir(), s.ID),
 		done:   make(chan struct{}), cleaned: make(chan struct{}),
 		procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup", pidfd: -1,
@@ -291,6 +296,7 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 type container struct {
 	arm, id, runc, root, bundle string
 	grace                       time.Duration
+	noPivot                     bool
 	log                         io.Writer
 	procRoot, cgroupRoot        string
 
@@ -344,7 +350,11 @@ func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
 	// are these files, never pipes: a detached container keeps them open,
 	// and a pipe would keep Wait from returning.
 	pidFile := filepath.Join(c.bundle, "pid")
-	create := c.cmd("create", "--bundle", c.bundle, "--pid-file", pidFile, c.id)
+	args := []string{"create", "--bundle", c.bundle, "--pid-file", pidFile}
+	if c.noPivot {
+		args = append(args, "--no-pivot")
+	}
+	create := c.cmd(append(args, c.id)...)
 	create.Stdout, create.Stderr = stdout, stderr
 	// Its own process group, so a Ctrl-C at the terminal reaches coldstart
 	// alone and coldstart stops the container in order.
