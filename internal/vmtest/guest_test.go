@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/require"
 )
 
@@ -53,6 +54,9 @@ func TestCgroupV2Guest(t *testing.T) {
 			withRun := i == 0
 			if withRun {
 				plan.Steps = append(plan.Steps, coldstartSteps...)
+				if bins.runc != "" {
+					plan.Steps = append(plan.Steps, runcRootlessStep)
+				}
 				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl", "/results-detach/*.jsonl", "/tmp/results-user/*.jsonl"}
 			}
 			writeInitramfs(t, img, bins, busybox, plan, withRun)
@@ -143,6 +147,19 @@ var coldstartSteps = []Step{
 	},
 }
 
+// runcRootlessStep runs the image arm through the host's runc, rootless,
+// as nobody in the subtree delegated to it: launch's rootlessChild, which
+// fails unless runc put the container's cgroup there with the budget's
+// quota and memory limit. The guest's root is its initramfs, where
+// pivot_root fails: runc create --no-pivot.
+var runcRootlessStep = Step{
+	Name: "runc-rootless",
+	Argv: []string{"/bin/launch.test", "-test.run=^$"},
+	Env: []string{"COLDSTART_ROOTLESS_IMAGE=/image/echo.image.tar", "COLDSTART_ROOTLESS_BUDGET=cores=0.5,mem=64Mi",
+		"COLDSTART_ROOTLESS_WANT_CGROUP=1", "COLDSTART_ROOTLESS_NO_PIVOT=1", "COLDSTART_ROOTLESS_WORK=/tmp", "HOME=/tmp", "XDG_RUNTIME_DIR=/tmp/xdg", "USER=nobody"},
+	Dir: "/tmp", Timeout: 3 * time.Minute, User: userUID,
+}
+
 // guestTools finds qemu, the kernels and busybox, or skips (fails where
 // COLDSTART_REQUIRE lists vm) saying how to get them.
 func guestTools(t *testing.T) (string, []Kernel, string) {
@@ -171,6 +188,10 @@ type guestBinaries struct {
 	testserver       string // internal/testservers' multi-mode server
 	coldstart        string
 	arms             string // coldstart build --out-dir: echo-default, echo-static and their records
+	// runc is the host's runc ("" = none), launchTest the launch tests
+	// and image the static arm as an image tarball, for the image arm
+	// through rootless runc.
+	runc, launchTest, image string
 }
 
 // buildGuestBinaries builds the guest's /init and the budget tests as
@@ -200,6 +221,16 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("coldstart build: %v\n%s", err, out)
+	}
+	if p, err := exec.LookPath("runc"); err == nil {
+		b.runc = p
+		b.launchTest = filepath.Join(dir, "launch.test")
+		goCmd(t, "test", "-c", "-o", b.launchTest, "./launch")
+		img, err := builds.BuildImage(context.Background(), builds.Artifact{Arm: "static", Path: filepath.Join(b.arms, "echo-static")}, builds.ImageOptions{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.image = img.Tarball
 	}
 	return b
 }
@@ -266,6 +297,11 @@ func writeInitramfs(t *testing.T, file string, b guestBinaries, busybox string, 
 		for _, arm := range []string{"default", "static"} {
 			add(r.AddBinary("/arms/echo-"+arm, filepath.Join(b.arms, "echo-"+arm)))
 			add(r.AddFile("/arms/echo-"+arm+".json", filepath.Join(b.arms, "echo-"+arm+".json"), 0o644))
+		}
+		if b.runc != "" {
+			add(r.AddBinary("/bin/runc", b.runc))
+			add(r.AddFile("/bin/launch.test", b.launchTest, 0o755))
+			add(r.AddFile("/image/echo.image.tar", b.image, 0o644))
 		}
 	}
 	raw, err := json.Marshal(plan)
