@@ -652,6 +652,11 @@ func TestNotRoot(t *testing.T) {
 		require.Skipf(t, require.Root, "needs root to switch to an unprivileged user")
 	}
 	bin := unprivilegedCopy(t)
+	// Its own state directory, not one of nobody's left in /tmp.
+	state := t.TempDir()
+	if err := os.Chown(state, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	cpu := allowed(t)[0]
 	tests := []struct {
 		budget string
@@ -664,7 +669,7 @@ func TestNotRoot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.budget, func(t *testing.T) {
 			cmd := exec.Command(bin, "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"=place:"+tt.budget)
+			cmd.Env = append(os.Environ(), childEnv+"=place:"+tt.budget, "COLDSTART_STATE_DIR="+state)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 			out, err := cmd.CombinedOutput()
 			if err != nil && len(out) == 0 {
