@@ -372,7 +372,10 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 			f.Close()
 		}
 	}
-	pl, err := s.Budget.Place(s.ID)
+	// criu runs, and (--manage-cgroups=ignore) restores the server, in a
+	// cgroup of its own even when the budget needs none, so that release
+	// kills whatever the restored tree has become, as Process does.
+	pl, err := s.Budget.Place(s.ID, budget.WithOwnCgroup())
 	if err != nil {
 		closeExtra()
 		if stderrR != nil {
@@ -521,6 +524,13 @@ func (r *restored) Err() error {
 }
 
 func (r *restored) Usage() (budget.Usage, error) { return r.pl.Usage() }
+
+// Containment says how the restored server's descendants are kept from
+// outliving it: in its cgroup (ContainCgroupV1 or ContainCgroupV2), or ""
+// where none could be made.
+func (r *restored) Containment() string {
+	return map[budget.Mode]string{budget.ModeV1: ContainCgroupV1, budget.ModeV2: ContainCgroupV2}[r.pl.Mode()]
+}
 
 // Stop sends SIGTERM (the server is pid 1 of its namespace: it gets the
 // signal only when it handles it), then SIGKILL after the grace period,

@@ -100,6 +100,14 @@ func TestSnapshotRestoresSampleServer(t *testing.T) {
 		if inst.PID() <= 0 || !strings.HasSuffix(readLink(t, inst.PID()), bin) {
 			t.Errorf("restore %d: pid %d is not %s", i, inst.PID(), bin)
 		}
+		// Restored into a cgroup of its own, though the budget needs none:
+		// Stop kills whatever the restored tree has become.
+		if c := inst.(interface{ Containment() string }).Containment(); !strings.HasPrefix(c, "cgroup-") {
+			t.Errorf("restore %d: containment %q, want a cgroup", i, c)
+		}
+		if cg, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(inst.PID()), "cgroup")); err != nil || !strings.Contains(string(cg), "/coldstart/") {
+			t.Errorf("restore %d: pid %d in cgroups %q (%v), want one under /coldstart", i, inst.PID(), cg, err)
+		}
 	}
 	// Three restored copies run side by side (each pid 1 of its own
 	// namespace).
