@@ -3,6 +3,7 @@ package vmtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -205,27 +206,39 @@ func TestQEMUMissing(t *testing.T) {
 	}
 }
 
+// shellGuest writes an initramfs whose only step runs script under
+// busybox sh, and returns it with the newest cached kernel.
+func shellGuest(t *testing.T, name, script string) (img string, kernel Kernel) {
+	t.Helper()
+	_, kernels, busybox := guestTools(t)
+	dir := t.TempDir()
+	initBin := filepath.Join(dir, "init")
+	goCmd(t, "build", "-o", initBin, "./internal/vmtest/guestinit")
+	plan, err := json.Marshal(Plan{Steps: []Step{{Name: name, Argv: []string{"/bin/sh", "-c", script}, Timeout: 10 * time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewInitramfs()
+	_ = r.AddFile("/init", initBin, 0o755)
+	_ = r.AddFile("/bin/busybox", busybox, 0o755)
+	_ = r.AddSymlink("/bin/sh", "busybox")
+	_ = r.AddData(PlanPath, plan, 0o644)
+	img = filepath.Join(dir, name+".cpio")
+	if err := r.WriteFile(img); err != nil {
+		t.Fatal(err)
+	}
+	return img, kernels[0]
+}
+
 // TestGuestHangKilled boots a guest whose only step never ends: Run kills
 // qemu once its console has been silent for SilenceTimeout, and says so
 // with the console's tail. (A fixed whole-run timeout was not: a host at
 // load 34 took longer than 90 s to boot the guest at all.)
 func TestGuestHangKilled(t *testing.T) {
 	t.Parallel() // mostly idle: overlaps the guest test's builds and boots
-	_, kernels, busybox := guestTools(t)
-	dir := t.TempDir()
-	initBin := filepath.Join(dir, "init")
-	goCmd(t, "build", "-o", initBin, "./internal/vmtest/guestinit")
-	r := NewInitramfs()
-	_ = r.AddFile("/init", initBin, 0o755)
-	_ = r.AddFile("/bin/busybox", busybox, 0o755)
-	_ = r.AddSymlink("/bin/sh", "busybox")
-	_ = r.AddData(PlanPath, []byte(`{"steps":[{"name":"hang","argv":["/bin/sh","-c","echo hanging now; while :; do sleep 1; done"],"timeout_ns":600000000000}]}`), 0o644)
-	img := filepath.Join(dir, "hang.cpio")
-	if err := r.WriteFile(img); err != nil {
-		t.Fatal(err)
-	}
+	img, k := shellGuest(t, "hang", "echo hanging now; while :; do sleep 1; done")
 	silence := 20 * time.Second
-	o, err := Machine{Kernel: kernels[0].Path, CPUs: 1, MemoryMiB: 256, Timeout: 10 * time.Minute, SilenceTimeout: silence}.Run(context.Background(), img)
+	o, err := Machine{Kernel: k.Path, CPUs: 1, MemoryMiB: 256, Timeout: 10 * time.Minute, SilenceTimeout: silence}.Run(context.Background(), img)
 	t.Logf("Run: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "printed nothing for 20s: killed") || !strings.Contains(err.Error(), "hanging now") {
 		t.Errorf("Run of a hanging guest = %v, want killed after %v of silence with the console tail", err, silence)
@@ -240,20 +253,8 @@ func TestGuestHangKilled(t *testing.T) {
 // test tell the emulator failing from the budget tests failing.
 func TestGuestKernelPanic(t *testing.T) {
 	t.Parallel() // mostly idle, like TestGuestHangKilled
-	_, kernels, busybox := guestTools(t)
-	dir := t.TempDir()
-	initBin := filepath.Join(dir, "init")
-	goCmd(t, "build", "-o", initBin, "./internal/vmtest/guestinit")
-	r := NewInitramfs()
-	_ = r.AddFile("/init", initBin, 0o755)
-	_ = r.AddFile("/bin/busybox", busybox, 0o755)
-	_ = r.AddSymlink("/bin/sh", "busybox")
-	_ = r.AddData(PlanPath, []byte(`{"steps":[{"name":"crash","argv":["/bin/sh","-c","echo 1 >/proc/sys/kernel/sysrq; echo c >/proc/sysrq-trigger"],"timeout_ns":600000000000}]}`), 0o644)
-	img := filepath.Join(dir, "crash.cpio")
-	if err := r.WriteFile(img); err != nil {
-		t.Fatal(err)
-	}
-	o, err := Machine{Kernel: kernels[0].Path, CPUs: 1, MemoryMiB: 256, Timeout: 10 * time.Minute, SilenceTimeout: time.Minute}.Run(context.Background(), img)
+	img, k := shellGuest(t, "crash", "echo 1 >/proc/sys/kernel/sysrq; echo c >/proc/sysrq-trigger")
+	o, err := Machine{Kernel: k.Path, CPUs: 1, MemoryMiB: 256, Timeout: 10 * time.Minute, SilenceTimeout: time.Minute}.Run(context.Background(), img)
 	t.Logf("Run: %v", err)
 	if !errors.Is(err, ErrKernelPanic) || !strings.Contains(err.Error(), "sysrq") {
 		t.Errorf("Run of a guest whose kernel crashed = %v, want ErrKernelPanic naming the sysrq crash", err)
