@@ -43,6 +43,10 @@ type Decision struct {
 	// Alike are the arms whose start no test told apart from the
 	// baseline's.
 	Alike []string
+	// Thin are the alike arms whose density comparison with the baseline
+	// points to less idle PSS but holds too few instances to act on:
+	// what to measure again before the baseline is kept.
+	Thin []string
 }
 
 // Why values of a Decision.
@@ -120,7 +124,13 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 		best := int64(0)
 		for _, a := range d.Alike {
 			_, dd, ok := r.densityFor(c, a, budget)
-			if !ok || d.BasePSS == 0 || !r.lessPSS(c, a, base, budget) {
+			if !ok || d.BasePSS == 0 {
+				continue
+			}
+			if less, thin := r.lessPSS(c, a, base, budget); !less {
+				if thin {
+					d.Thin = append(d.Thin, a)
+				}
 				continue
 			}
 			if best == 0 || dd.PSSBytes < best {
@@ -149,19 +159,23 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 
 // lessPSS: a density comparison of the same binaries says arm a idles in
 // less PSS than the baseline, by at least MinEffect, on as many instances
-// as the recommendations act on (judge).
-func (r *Report) lessPSS(cc *Campaign, a, base, budget string) bool {
+// as the recommendations act on (judge). thin: it points that way (a
+// lower median) on too few instances to say.
+func (r *Report) lessPSS(cc *Campaign, a, base, budget string) (less, thin bool) {
 	dc, _, ok := r.densityFor(cc, a, budget)
 	if !ok {
-		return false
+		return false, false
 	}
 	for _, row := range r.Comparisons() {
 		if row.Campaign == dc.Label && row.Metric == "idle_pss_bytes" && row.A == a && row.B == base {
 			why, _ := r.judge(row)
-			return why == "" && row.Verdict == string(stats.Lower)
+			if why == whyTooFew {
+				return false, row.Ratio != nil && *row.Ratio < 1
+			}
+			return why == "" && row.Verdict == string(stats.Lower), false
 		}
 	}
-	return false
+	return false, false
 }
 
 // decisionSection writes the answer before anything else: per cold-start
@@ -252,6 +266,10 @@ func runsPhrase(c *Campaign) string {
 func (r *Report) decisionRow(d Decision) []string {
 	ship := "**" + d.Ship + "**"
 	start := "baseline: " + d.Why
+	if len(d.Thin) > 0 {
+		start += fmt.Sprintf("; %s may idle in less PSS (too few density instances to say: measure at least %d)",
+			strings.Join(d.Thin, ", "), stats.MinRunsForInterval(r.confidence()))
+	}
 	if d.Start != nil {
 		start = fmt.Sprintf("%s %s, p%s", ratioText(*d.Start), shortVerdictText(d.Start.Verdict), pSuffix(d.Start.PValue))
 		switch {

@@ -348,3 +348,33 @@ func TestDecisionPrefersCheaper(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionThinDensity: when only a density campaign with too few
+// instances says an alike arm idles in less PSS, the baseline is shipped
+// and its row says what to measure; with enough instances nothing is
+// left to say.
+func TestDecisionThinDensity(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		instances func(*testing.T, *Report)
+		thin      string
+	}{
+		{"4 instances", func(*testing.T, *Report) {}, "static"},
+		{"6 instances", moreInstances, ""},
+	} {
+		r := load(t, "testdata")
+		tc.instances(t, r)
+		for _, d := range r.Decisions() {
+			if d.Campaign.Label != "20261130-030000_coldstart" || d.Budget != "cpus=0" {
+				continue
+			}
+			if got := strings.Join(d.Thin, ","); got != tc.thin {
+				t.Errorf("%s: Thin %q, want %q", tc.name, got, tc.thin)
+			}
+			row := strings.Join(r.decisionRow(d), " | ")
+			if want := "static may idle in less PSS (too few density instances to say: measure at least 6)"; (tc.thin != "") != strings.Contains(row, want) {
+				t.Errorf("%s: row %q, want it to say %q: %v", tc.name, row, want, tc.thin != "")
+			}
+		}
+	}
+}
