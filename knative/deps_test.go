@@ -1,9 +1,10 @@
 package knative
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/coldstart-go/coldstart/internal/deptest"
 )
 
 // clientsets are the packages knative must not depend on, each with the
@@ -27,22 +28,7 @@ var clientsets = []struct {
 // dependencies. It asks the go command, as `go list -deps ./knative` does;
 // tests may use the clientsets.
 func TestDependencies(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("find the go command (needed to list knative's dependencies): %v", err)
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("go list -deps .: %v\n%s", err, stderr)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 10 || deps[len(deps)-1] != "github.com/coldstart-go/coldstart/knative" {
-		t.Fatalf("go list -deps . gave %d packages ending %q, want knative's dependencies ending with knative itself", len(deps), deps[len(deps)-1:])
-	}
+	deps := deptest.List(t, "github.com/coldstart-go/coldstart/knative")
 	seen := map[string]bool{}
 	for _, d := range deps {
 		seen[d] = true

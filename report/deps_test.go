@@ -1,9 +1,10 @@
 package report
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/coldstart-go/coldstart/internal/deptest"
 )
 
 // forbiddenDeps are the packages report must not depend on, with why:
@@ -38,22 +39,7 @@ var forbiddenDeps = []struct{ prefix, why string }{
 // report read pull, soak and explain rows through their producers'
 // packages). It asks the go command, as `go list -deps ./report` does.
 func TestDependencies(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("find the go command (needed to list report's dependencies): %v", err)
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("go list -deps .: %v\n%s", err, stderr)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 10 || deps[len(deps)-1] != "github.com/coldstart-go/coldstart/report" {
-		t.Fatalf("go list -deps . gave %d packages ending %q, want report's dependencies ending with report itself", len(deps), deps[len(deps)-1:])
-	}
+	deps := deptest.List(t, "github.com/coldstart-go/coldstart/report")
 	for _, d := range deps {
 		if why := forbiddenWhy(d); why != "" {
 			t.Errorf("report depends on %s (%s): read its rows through package record instead", d, why)
