@@ -2,13 +2,9 @@ package campaign
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,36 +14,6 @@ import (
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
-
-// markedSleeps lists the processes whose command line is exactly
-// "sleep <marker>".
-func markedSleeps(t *testing.T, marker string) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.TrimRight(string(b), "\x00") == "sleep\x00"+marker {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// newMarker is a unique sleep length, 3601.<random>, that names the
-// detached children of one test.
-func newMarker() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("3601.%d", binary.BigEndian.Uint32(b[:])%1000000)
-}
 
 // TestColdStartLeavesNoDescendant runs a campaign of a server that leaves a
 // detached child behind each start (setsid and a double fork, so neither
@@ -72,12 +38,12 @@ func TestColdStartLeavesNoDescendant(t *testing.T) {
 			if err := tt.budget.Check(); err != nil {
 				t.Skipf("budget %s unavailable here: %v", tt.budget, err)
 			}
-			marker := newMarker()
+			marker := testservers.NewDetachMarker()
 			arm := Arm{Name: "detach", Path: ts, Args: func(prober.Target) ([]string, error) {
 				return []string{"-mode", "grpc", "-detach-child", marker}, nil
 			}}
 			t.Cleanup(func() {
-				for _, pid := range markedSleeps(t, marker) {
+				for _, pid := range testservers.Detached(t, marker) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
@@ -101,7 +67,7 @@ func TestColdStartLeavesNoDescendant(t *testing.T) {
 			// a killed process is listed until its parent (init) reaps it.
 			var left []int
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if left = markedSleeps(t, marker); len(left) == 0 || time.Now().After(deadline) {
+				if left = testservers.Detached(t, marker); len(left) == 0 || time.Now().After(deadline) {
 					break
 				}
 			}

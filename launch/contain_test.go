@@ -2,8 +2,6 @@ package launch_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,36 +17,6 @@ import (
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
-
-// markedSleeps lists the processes whose command line is exactly
-// "sleep <marker>".
-func markedSleeps(t *testing.T, marker string) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.TrimRight(string(b), "\x00") == "sleep\x00"+marker {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// newMarker is a unique sleep length, 3601.<random>, naming one test's
-// detached children.
-func newMarker() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("3601.%d", binary.BigEndian.Uint32(b[:])%1000000)
-}
 
 func ppid(t *testing.T, pid int) int {
 	t.Helper()
@@ -78,12 +46,12 @@ func startDetaching(t *testing.T, l launch.Process, b budget.Budget, marker stri
 	}
 	t.Cleanup(func() {
 		inst.Stop(context.Background())
-		for _, pid := range markedSleeps(t, marker) {
+		for _, pid := range testservers.Detached(t, marker) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
 	waitReady(t, inst, tg, prober.Health{})
-	if got := markedSleeps(t, marker); len(got) != 1 {
+	if got := testservers.Detached(t, marker); len(got) != 1 {
 		t.Fatalf("the ready server's detached sleeps: %v, want one: the test shows nothing", got)
 	}
 	return inst
@@ -95,7 +63,7 @@ func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	var left []int
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if left = markedSleeps(t, marker); len(left) == 0 || time.Now().After(deadline) {
+		if left = testservers.Detached(t, marker); len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -125,7 +93,7 @@ func TestStopKillsDetachedChild(t *testing.T) {
 			if err := b.Check(); err != nil {
 				t.Skipf("budget %s unavailable here: %v", b, err)
 			}
-			marker := newMarker()
+			marker := testservers.NewDetachMarker()
 			inst := startDetaching(t, launch.Process{}, b, marker)
 			want := launch.ContainCgroupV1
 			if budget.HostMode() == budget.ModeV2 {
@@ -166,12 +134,12 @@ func TestSubreaperKillsAdopted(t *testing.T) {
 		t.Logf("child test:\n%s", out)
 		return
 	}
-	marker := newMarker()
+	marker := testservers.NewDetachMarker()
 	inst := startDetaching(t, launch.WithoutCgroup(launch.Process{}), budget.Max, marker)
 	if got := containment(inst); got != launch.ContainSubreaper {
 		t.Errorf("containment %q, want %q", got, launch.ContainSubreaper)
 	}
-	sleep := markedSleeps(t, marker)[0]
+	sleep := testservers.Detached(t, marker)[0]
 	if p := ppid(t, sleep); p != os.Getpid() {
 		t.Errorf("the detached sleep's parent is %d, want this process (%d) as its subreaper", p, os.Getpid())
 	}
