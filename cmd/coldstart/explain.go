@@ -167,9 +167,8 @@ func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	vs := cliopts.VsColumn{Header: "first_rpc " + cliopts.VsHeader(phaseBaseline(r)), Fields: cliopts.VsFields, Cell: func(i int) string {
-		p := r.Phases[i]
-		return cliopts.VsText(p.VsBaseline, fmt.Sprintf("(no CI: %d runs)", p.Runs))
+	vs := cliopts.VsColumn{Header: "first_rpc " + cliopts.VsHeader(phaseBaseline(r.Phases)), Fields: cliopts.VsFields, Cell: func(i int) string {
+		return phaseVs(r.Phases[i])
 	}}
 	sections := []struct {
 		title string
@@ -226,13 +225,19 @@ func baseArm(r record.ExplainReport) string {
 
 // phaseBaseline is the arm the phase rows were compared against ("" when
 // none was).
-func phaseBaseline(r record.ExplainReport) string {
-	for _, p := range r.Phases {
+func phaseBaseline(rows []record.ExplainPhaseRow) string {
+	for _, p := range rows {
 		if p.Baseline != "" {
 			return p.Baseline
 		}
 	}
 	return ""
+}
+
+// phaseVs is a phase row's first RPC against the baseline's, saying how
+// many runs there were where there is no interval.
+func phaseVs(p record.ExplainPhaseRow) string {
+	return cliopts.VsText(p.VsBaseline, fmt.Sprintf("(no CI: %d runs)", p.Runs))
 }
 
 func firstLine(s string) string {

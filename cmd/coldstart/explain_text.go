@@ -87,7 +87,7 @@ func explainHeader(r record.ExplainReport, budgets []string) string {
 	if len(budgets) == 1 && budgets[0] != "" {
 		parts = append(parts, "budget "+budgets[0])
 	}
-	if b := phaseBaseline(r); b != "" {
+	if b := phaseBaseline(r.Phases); b != "" {
 		parts = append(parts, "baseline "+b)
 	}
 	parts = append(parts, "medians in ms from t0, just before fork")
@@ -139,10 +139,8 @@ func explainArms(phases []record.ExplainPhaseRow, pkgs []record.ExplainPackageRo
 			out = append(out, a)
 		}
 	}
-	for _, p := range phases {
-		if p.Baseline != "" {
-			add(p.Baseline)
-		}
+	if b := phaseBaseline(phases); b != "" {
+		add(b)
 	}
 	for _, p := range phases {
 		add(p.Arm)
@@ -158,7 +156,7 @@ func explainArms(phases []record.ExplainPhaseRow, pkgs []record.ExplainPackageRo
 
 func explainPhases(w io.Writer, rows []record.ExplainPhaseRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\texec→runtime\tinits\tmain→listen\tlisten→RPC\tfirst RPC\t"+"first RPC "+vsHeaderOf(rows))
+	fmt.Fprintln(tw, "arm\texec→runtime\tinits\tmain→listen\tlisten→RPC\tfirst RPC\t"+"first RPC "+cliopts.VsHeader(phaseBaseline(rows)))
 	opt := func(x *float64) string {
 		if x == nil {
 			return "–"
@@ -167,22 +165,9 @@ func explainPhases(w io.Writer, rows []record.ExplainPhaseRow) error {
 	}
 	for _, p := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Arm, opt(p.ExecToRuntimeMs), opt(p.InitsMs), opt(p.MainUntilListenMs),
-			num(p.ListenToFirstRPCMs), num(p.FirstRPCMs), vsCellRuns(p.VsBaseline, p.Runs))
+			num(p.ListenToFirstRPCMs), num(p.FirstRPCMs), phaseVs(p))
 	}
 	return tw.Flush()
-}
-
-func vsHeaderOf(rows []record.ExplainPhaseRow) string {
-	for _, p := range rows {
-		if p.Baseline != "" {
-			return "vs " + p.Baseline
-		}
-	}
-	return "vs baseline"
-}
-
-func vsCellRuns(v record.VsBaseline, runs int) string {
-	return strings.TrimSpace(cliopts.VsText(v, fmt.Sprintf("(no CI: %d runs)", runs)))
 }
 
 // explainByArm writes one row per name (package or module) with a column
