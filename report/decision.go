@@ -127,7 +127,7 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 			if !ok || d.BasePSS == 0 {
 				continue
 			}
-			if less, thin := r.lessPSS(c, a, base, budget); !less {
+			if less, thin := r.lessPSS(c, a, base, budget, rows); !less {
 				if thin {
 					d.Thin = append(d.Thin, a)
 				}
@@ -160,13 +160,13 @@ func (r *Report) decide(c *Campaign, budget, base string, rows []ComparisonRow) 
 // lessPSS: a density comparison of the same binaries says arm a idles in
 // less PSS than the baseline, by at least MinEffect, on as many instances
 // as the recommendations act on (judge). thin: it points that way (a
-// lower median) on too few instances to say.
-func (r *Report) lessPSS(cc *Campaign, a, base, budget string) (less, thin bool) {
+// lower median) on too few instances to say. rows are r.Comparisons().
+func (r *Report) lessPSS(cc *Campaign, a, base, budget string, rows []ComparisonRow) (less, thin bool) {
 	dc, _, ok := r.densityFor(cc, a, budget)
 	if !ok {
 		return false, false
 	}
-	for _, row := range r.Comparisons() {
+	for _, row := range rows {
 		if row.Campaign == dc.Label && row.Metric == "idle_pss_bytes" && row.A == a && row.B == base {
 			why, _ := r.judge(row)
 			if why == whyTooFew {
