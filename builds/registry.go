@@ -24,8 +24,10 @@ var registry = struct {
 // names follow in registration order.
 var armOrder = []string{"default", "pgo", "static", "upx", "image"}
 
-// DefaultArms are the arms built when none are named.
-var DefaultArms = []string{"default", "static", "upx", "pgo"}
+// DefaultArms are the arms built when none are named. The pgo arm joins
+// them when its profile has a source the user named: the profile is then
+// the service's own traffic, not coldstart's calls.
+var DefaultArms = []string{"default", "static", "upx"}
 
 // BinaryArms are the arms a prebuilt binary (Source.Bin) can be: itself
 // as-is, and packed by upx. The others build from a package.

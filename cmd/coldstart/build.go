@@ -55,7 +55,7 @@ func newBuildCmd(run func(context.Context, *buildOptions, io.Writer) error) *cob
 	}
 	cmd := &cobra.Command{
 		Use:   "build [flags] [PKG] [-- SERVER-ARGS...]",
-		Short: "Build a Go main package as each arm (default, static, upx, pgo) and print size and build time",
+		Short: "Build a Go main package as each arm (default, static, upx; pgo, image) and print size and build time",
 		Long: `build turns one Go main package (default: the bundled sample server ./examples/echo)
 into each arm and prints one row per arm. Builds are cached under
 ${XDG_CACHE_HOME:-~/.cache}/coldstart/builds by what determines them (the main
@@ -119,7 +119,9 @@ func (o *buildOptions) validate() error {
 	if err != nil {
 		return err
 	}
-	o.Arms = arms
+	if o.Arms, err = cliopts.WithPGOArm(arms, o.armsGiven, o.Bin.Given(), o.PGOProfile, o.PGOLoad); err != nil {
+		return err
+	}
 	if o.ModuleDir, err = cliopts.ModuleDir(o.ModuleDir, o.Pkg, o.Bin.Given()); err != nil {
 		return err
 	}

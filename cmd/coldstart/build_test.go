@@ -19,7 +19,7 @@ import (
 
 func TestBuildCmdParse(t *testing.T) {
 	defaults := buildOptions{
-		Arms:        builds.ArmList{"default", "static", "upx", "pgo"},
+		Arms:        builds.ArmList{"default", "static", "upx"},
 		UPXLevel:    builds.UPXDefault,
 		PGODuration: 10 * time.Second,
 		Output:      render.Table,
@@ -77,6 +77,18 @@ func TestBuildCmdParse(t *testing.T) {
 				o.Env = []string{"K=V"}
 				o.Pkg, o.ServerArgs = "./cmd/x", []string{"-listen", "{addr}"}
 			}), ""},
+		{"a named profile source adds the pgo arm", []string{"--pgo-profile", "cpu.pprof"},
+			with(func(o *buildOptions) {
+				o.Arms = builds.ArmList{"default", "static", "upx", "pgo"}
+				o.PGOProfile = "cpu.pprof"
+			}), ""},
+		{"a pgo load adds the pgo arm", []string{"--pgo-load", "hey {addr}"},
+			with(func(o *buildOptions) {
+				o.Arms = builds.ArmList{"default", "static", "upx", "pgo"}
+				o.PGOLoad = cliopts.PGOLoad{Command: "hey {addr}"}
+			}), ""},
+		{"a pgo source without the pgo arm", []string{"--arms", "default,static", "--pgo-call", "/a.B/C"}, nil,
+			"--pgo-call: the pgo arm is not among --arms default,static; add pgo to --arms, or leave --arms out"},
 		{"pgo load and profile", []string{"--pgo-load", "hey {addr}", "--pgo-profile", "cpu.pprof"}, nil, "--pgo-load with --pgo-profile"},
 		{"pgo load placeholder", []string{"--pgo-load", "hey {url}"}, nil, "--pgo-load: server arguments: unknown placeholder {url}"},
 		{"verbose and quiet", []string{"-v", "-q"}, nil, "none of the others can be"},

@@ -95,6 +95,12 @@ func TestRunFlags(t *testing.T) {
 		{name: "unknown page cache", args: []string{"--page-cache", "tepid"}, wantErr: `--page-cache: "tepid", want warm or cold`},
 		{name: "cold page cache on knative", args: []string{"--on", "knative", "--page-cache", "cold"}, wantErr: "--page-cache cold evicts files on this machine"},
 		{name: "zero runs", args: []string{"-n", "0"}, wantErr: "--runs: 0, want at least 1"},
+		{name: "a pgo load adds the pgo arm", args: []string{"--pgo-call", "/a.B/C"}, want: base(func(o *runOptions) {
+			o.Arms = arms("default", "static", "upx", "pgo", "image")
+			o.PGOLoad.Call = "/a.B/C"
+		})},
+		{name: "a pgo profile without the pgo arm", args: []string{"--arms", "default,static", "--pgo-profile", "cpu.pprof"},
+			wantErr: "--pgo-profile: the pgo arm is not among --arms default,static; add pgo to --arms, or leave --arms out"},
 		{name: "runs auto", args: []string{"--runs", "auto"}, want: base(func(o *runOptions) { o.Runs, o.AutoRuns = 0, true })},
 		{name: "runs auto to 1% within 100", args: []string{"-n", "auto", "--precision", "0.01", "--max-runs", "100"},
 			want: base(func(o *runOptions) { o.Runs, o.AutoRuns, o.Precision, o.MaxRuns = 0, true, 0.01, 100 })},

@@ -43,8 +43,9 @@ type serverOptions struct {
 }
 
 // defaultArms are the arms coldstart run and density measure when --arms
-// is not given.
-var defaultArms = []string{"default", "static", "upx", "pgo", "image"}
+// is not given; pgo joins them with a named profile source
+// (cliopts.WithPGOArm).
+var defaultArms = []string{"default", "static", "upx", "image"}
 
 func newServerOptions(arms []string) serverOptions {
 	return serverOptions{

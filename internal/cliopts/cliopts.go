@@ -170,7 +170,9 @@ func (c *Common) Validate() error {
 	if err != nil {
 		return err
 	}
-	c.Arms.Names = arms
+	if c.Arms.Names, err = WithPGOArm(arms, c.Arms.Given(), c.Bin.Given(), c.PGOProfile, c.PGOLoad); err != nil {
+		return err
+	}
 	if c.ModuleDir, err = ModuleDir(c.ModuleDir, c.Pkg, c.Bin.Given()); err != nil {
 		return err
 	}

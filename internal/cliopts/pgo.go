@@ -3,6 +3,8 @@ package cliopts
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -137,4 +139,36 @@ func PGOFlagError(err error) error {
 		}
 		return o
 	}))
+}
+
+// WithPGOArm adds the pgo arm to the default arms when the pgo profile
+// has a source the user named (--pgo-profile, --pgo-call, --pgo-load),
+// and refuses such a source when --arms was given without pgo. The pgo
+// arm is not a default arm otherwise: its profile would come from
+// coldstart's own Echo calls, or from health checks alone on a server
+// without Echo, which is not the service's traffic, and collecting it
+// and rebuilding every package with it is the larger part of a first
+// run (docs/arms.md). binGiven: the arms are prebuilt binaries, which
+// have no pgo arm.
+func WithPGOArm(arms []string, armsGiven, binGiven bool, profile string, load PGOLoad) ([]string, error) {
+	flag := ""
+	switch {
+	case profile != "":
+		flag = "--pgo-profile"
+	case load.Call != "":
+		flag = "--pgo-call"
+	case load.Command != "":
+		flag = "--pgo-load"
+	}
+	if flag == "" || binGiven || slices.Contains(arms, "pgo") {
+		return arms, nil
+	}
+	if armsGiven {
+		return nil, fmt.Errorf("%s: the pgo arm is not among --arms %s; add pgo to --arms, or leave --arms out", flag, strings.Join(arms, ","))
+	}
+	// Listed as the published campaign lists them: pgo before image.
+	if i := slices.Index(arms, "image"); i >= 0 {
+		return slices.Insert(slices.Clone(arms), i, "pgo"), nil
+	}
+	return append(slices.Clone(arms), "pgo"), nil
 }
