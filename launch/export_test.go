@@ -6,3 +6,10 @@ func WithoutCgroup(l Process) Process {
 	l.noCgroup = true
 	return l
 }
+
+// RootIsInitramfs and CrunHierarchy are the checks behind Runc's
+// automatic --no-pivot and crun's refusal of a hybrid host.
+var (
+	RootIsInitramfs = rootIsInitramfs
+	CrunHierarchy   = crunHierarchy
+)

@@ -53,7 +53,9 @@ var ErrNoRuntime = errors.New("container runtime not available")
 //
 // Call Close when done: it removes the unpacked root filesystems.
 type Runc struct {
-	// Binary is the runc executable ("" = "runc" from PATH).
+	// Binary is the runtime's executable ("" = "runc" from PATH): runc,
+	// or another with runc's command line (create --bundle --pid-file
+	// [--no-pivot], start, kill, delete --force, --root), such as crun.
 	Binary string
 	// Root is runc's state directory, --root ("" = runc's default,
 	// /run/runc, which `runc list` shows).
@@ -67,6 +69,8 @@ type Runc struct {
 	// is an initramfs, pivot_root fails (EINVAL) and runc must move the
 	// rootfs over / and chroot instead, as Docker's DOCKER_RAMDISK does.
 	// A chroot is escapable where pivot_root is not: use it only there.
+	// A root that is the initramfs itself is found and gets --no-pivot
+	// without it.
 	NoPivot bool
 
 	mu     sync.Mutex
@@ -95,19 +99,56 @@ type Rootfs struct {
 	forget func() // drops it from the run's state file once removed
 }
 
-// runcInstall is what to do when runc is missing.
+// ociVersion is the runtime spec version config.json declares: the newest
+// that Debian's crun 1.8 accepts (it refuses 1.2 and later as "unknown
+// version specified"); runc takes any 1.x. The config uses nothing newer.
+const ociVersion = "1.1.0"
+
+// runcInstall is what to do when runc is missing; other runtimes are
+// Debian packages of their own names.
 const runcInstall = "install it: apt-get install runc, or sudo scripts/setup.sh"
 
 // Check returns ErrNoRuntime, with the install command, when the runc binary
 // cannot be found; callers can use it to drop the image arm early and let
 // the others proceed.
 func (r *Runc) Check() error {
-	_, err := r.binary()
-	return err
+	if _, err := r.binary(); err != nil {
+		return err
+	}
+	if r.Name() == "crun" {
+		return crunHierarchy("/sys/fs/cgroup/unified/cgroup.controllers")
+	}
+	return nil
+}
+
+// crunHierarchy refuses a cgroup v1 hybrid host whose v2 hierarchy (its
+// cgroup.controllers file, controllers) has controllers: crun refuses
+// to create a container there ("cgroups in hybrid mode not supported"),
+// and says so only once per start. A pure v1 or v2 host has no such file
+// or an empty one.
+func crunHierarchy(controllers string) error {
+	b, err := os.ReadFile(controllers)
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: crun: this host mixes cgroup v1 and v2, and its v2 hierarchy holds controllers (%s: %s), which crun refuses; measure crun on a cgroup v2 host (or a pure v1 one)",
+		ErrNoRuntime, controllers, strings.TrimSpace(string(b)))
 }
 
 func (r *Runc) binary() (string, error) {
+	if n := r.Name(); n != "runc" {
+		return lookTool(r.Binary, n, ErrNoRuntime, "install it: apt-get install "+n)
+	}
 	return lookTool(r.Binary, "runc", ErrNoRuntime, runcInstall)
+}
+
+// Name is the runtime's name, as errors and state directories give it:
+// the base name of Binary, "runc" when unset.
+func (r *Runc) Name() string {
+	if r.Binary == "" {
+		return "runc"
+	}
+	return filepath.Base(r.Binary)
 }
 
 // lookTool finds the binary name (def when "") on PATH, or returns kind
@@ -139,9 +180,9 @@ func (r *Runc) stateRoot() string {
 		return r.Root
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "runc")
+		return filepath.Join(d, r.Name())
 	}
-	return filepath.Join(os.TempDir(), "runc-"+strconv.Itoa(os.Geteuid()))
+	return filepath.Join(os.TempDir(), r.Name()+"-"+strconv.Itoa(os.Geteuid()))
 }
 
 func (r *Runc) grace() time.Duration {
@@ -259,7 +300,7 @@ func (r *Runc) Launch(ctx context.Context, s Spec) (Instance, error) {
 		}
 	}
 	c := &container{
-		arm: s.Arm, id: s.ID, runc: bin, root: r.stateRoot(), grace: r.grace(), log: s.Log, noPivot: r.NoPivot,
+		arm: s.Arm, id: s.ID, runc: bin, root: r.stateRoot(), grace: r.grace(), log: s.Log, noPivot: r.NoPivot || rootIsInitramfs("/proc/self/mountinfo"),
 		bundle: filepath.Join(r.workDir(), s.ID),
 		done:   make(chan struct{}), cleaned: make(chan struct{}),
 		procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup", pidfd: -1,
@@ -360,15 +401,15 @@ func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
 	// alone and coldstart stops the container in order.
 	create.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := runCreate(create, s); err != nil {
-		return fmt.Errorf("runc create: %v%s", err, c.stderrTail())
+		return fmt.Errorf("%s create: %v%s", filepath.Base(c.runc), err, c.stderrTail())
 	}
 	c.created = time.Since(c.t0)
 	pb, err := os.ReadFile(pidFile)
 	if err != nil {
-		return fmt.Errorf("read runc pid file: %w", err)
+		return fmt.Errorf("read %s pid file: %w", filepath.Base(c.runc), err)
 	}
 	if c.pid, err = strconv.Atoi(strings.TrimSpace(string(pb))); err != nil {
-		return fmt.Errorf("parse runc pid file %q: %w", pb, err)
+		return fmt.Errorf("parse %s pid file %q: %w", filepath.Base(c.runc), pb, err)
 	}
 	// A pidfd tells us when init exits, though it is not our child (runc
 	// create has exited and init was reparented).
@@ -390,7 +431,7 @@ func (c *container) launch(ctx context.Context, s Spec, fs *Rootfs) error {
 	startErr.Max = 4096
 	start.Stderr = &startErr
 	if err := start.Run(); err != nil {
-		return fmt.Errorf("runc start: %v%s%s", err, startErr.Quote(), c.stderrTail())
+		return fmt.Errorf("%s start: %v%s%s", filepath.Base(c.runc), err, startErr.Quote(), c.stderrTail())
 	}
 	c.started = time.Since(c.t0)
 	watching = true
@@ -520,7 +561,7 @@ func (c *container) cleanup() {
 		out, err := c.cmd("delete", "--force", c.id).CombinedOutput()
 		if err != nil && !strings.Contains(string(out), "does not exist") {
 			deleted = false
-			errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", c.id, err, strings.TrimSpace(string(out))))
+			errs = append(errs, fmt.Errorf("%s delete %s: %v: %s", filepath.Base(c.runc), c.id, err, strings.TrimSpace(string(out))))
 		}
 		if err := os.RemoveAll(c.bundle); err != nil {
 			removed = false
@@ -619,7 +660,7 @@ func runtimeSpec(s Spec, fs *Rootfs) (*specs.Spec, error) {
 	}
 	caps := []string{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}
 	spec := &specs.Spec{
-		Version: specs.Version,
+		Version: ociVersion,
 		Process: &specs.Process{
 			User: user, Args: args, Env: env, Cwd: cwd,
 			Capabilities:    &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps},
@@ -848,4 +889,27 @@ func lookupID(rootfs, file, name string) (uint32, uint32, bool) {
 		return uint32(a), uint32(g), true
 	}
 	return 0, 0, false
+}
+
+// rootIsInitramfs reports whether / is the kernel's initial rootfs, the
+// one mount pivot_root cannot move (mountinfo, the file that lists this
+// process's mounts, says so with the filesystem type "rootfs"): only
+// there is --no-pivot needed.
+func rootIsInitramfs(mountinfo string) bool {
+	b, err := os.ReadFile(mountinfo)
+	if err != nil {
+		return false
+	}
+	root := false
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mountpoint options... - fstype source super
+		pre, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(pre)
+		if !ok || len(f) < 5 || f[4] != "/" {
+			continue
+		}
+		// The last mount at / is the one seen.
+		root = strings.HasPrefix(post, "rootfs ")
+	}
+	return root
 }

@@ -20,6 +20,9 @@ const (
 	Root = "root"
 	UPX  = "upx"
 	Runc = "runc"
+	// Crun is Debian's crun, the image arm's other runtime
+	// (scripts/test-setup.sh installs it).
+	Crun = "crun"
 	Kube = "kube"
 	// CRIU is criu ≥ 4.2 passing `criu check` (the snapshot arm); JDK is
 	// javac and java (the JVM server of the snapshot tests).
