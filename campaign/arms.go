@@ -33,10 +33,14 @@ type ArmsConfig struct {
 	Dir string
 	// Transport decides the sample server's default template.
 	Transport Transport
-	// Runc starts the image arm (nil = a default runc launcher), unless
-	// Engine names docker or podman to start it instead.
-	Runc   *launch.Runc
-	Engine string
+	// Runc starts the image arm under runc (nil = a default runc
+	// launcher).
+	Runc *launch.Runc
+	// Runtimes start the image arm, one arm each: runc, crun (runc's
+	// command line; Debian's crun), docker or podman (nil = runc). The
+	// first is arm "image", each other "image-RUNTIME", so that one
+	// campaign sets runtimes side by side, interleaved.
+	Runtimes []string
 	// Images are prebuilt images measured as arms under runc, beside the
 	// built ones (--image).
 	Images []ImageArm
@@ -158,14 +162,6 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		if c.RunAs != nil {
 			arm.Launcher = launch.AsUser{Stage: c.RunAs}
 		}
-		if i < len(c.Arms) && name == builds.ImageArm { // not a binary the user named "image"
-			l, path, err := c.imageLauncher(ctx, &out, a)
-			if err != nil {
-				out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", name, err))
-				continue
-			}
-			arm.Launcher, arm.Path = l, path
-		}
 		arm.Args = func(t prober.Target) ([]string, error) {
 			v, err := tmpl.VarsFor(t)
 			if err != nil {
@@ -178,6 +174,10 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 				env, _ := envTmpl.Expand(prober.VarsFor(t))
 				return env
 			}
+		}
+		if i < len(c.Arms) && name == builds.ImageArm { // not a binary the user named "image"
+			c.runtimeArms(ctx, &out, arm, a)
+			continue
 		}
 		out.Arms = append(out.Arms, arm)
 	}
@@ -195,11 +195,43 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 	return out, nil
 }
 
-// imageLauncher picks what starts the image arm: runc on the OCI layout,
-// or a docker/podman engine on the image tarball, checked before use.
-func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Artifact) (launch.Launcher, string, error) {
-	if c.Engine != "" && c.Engine != "runc" {
-		e, err := launch.NewEngine(c.Engine)
+// RuntimeArm names the image arm started by runtime rt, the k-th of
+// ArmsConfig.Runtimes.
+func RuntimeArm(k int, rt string) string {
+	if k == 0 {
+		return builds.ImageArm
+	}
+	return builds.ImageArm + "-" + rt
+}
+
+// runtimeArms adds the image arm arm (artifact a) once per runtime; a
+// runtime that is missing fails its arm alone.
+func (c ArmsConfig) runtimeArms(ctx context.Context, out *Built, arm Arm, a builds.Artifact) {
+	rts := c.Runtimes
+	if len(rts) == 0 {
+		rts = []string{"runc"}
+	}
+	for k, rt := range rts {
+		ra := arm
+		ra.Name = RuntimeArm(k, rt)
+		l, path, err := c.imageLauncher(ctx, out, a, rt)
+		if err != nil {
+			out.Failed = append(out.Failed, fmt.Errorf("%s arm: %w", ra.Name, err))
+			continue
+		}
+		ra.Launcher, ra.Path = l, path
+		out.Arms = append(out.Arms, ra)
+	}
+}
+
+// imageLauncher picks what starts the image arm under runtime rt: runc or
+// crun on the OCI layout, or a docker/podman engine on the image tarball,
+// checked before use.
+func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Artifact, rt string) (launch.Launcher, string, error) {
+	switch rt {
+	case "", "runc", "crun":
+	default:
+		e, err := launch.NewEngine(rt)
 		if err != nil {
 			return nil, "", err
 		}
@@ -208,15 +240,29 @@ func (c ArmsConfig) imageLauncher(ctx context.Context, out *Built, a builds.Arti
 		}
 		return e, a.Path, nil
 	}
-	r := c.Runc
-	if r == nil {
-		r = &launch.Runc{}
-		out.closers = append(out.closers, r.Close)
-	}
+	r := c.runcFor(out, rt)
 	if err := r.Check(); err != nil {
 		return nil, "", err
 	}
 	return r, a.Image, nil
+}
+
+// runcFor is the launcher of runtime rt, runc or crun: c.Runc for runc
+// when set, else a new one closed with out (a crun one takes c.Runc's
+// work directory and pivot setting).
+func (c ArmsConfig) runcFor(out *Built, rt string) *launch.Runc {
+	if rt != "crun" && c.Runc != nil {
+		return c.Runc
+	}
+	r := &launch.Runc{}
+	if rt == "crun" {
+		r.Binary = "crun"
+		if c.Runc != nil {
+			r.WorkDir, r.NoPivot = c.Runc.WorkDir, c.Runc.NoPivot
+		}
+	}
+	out.closers = append(out.closers, r.Close)
+	return r
 }
 
 // ArmNames lists arms for messages: "default, upx".

@@ -20,7 +20,6 @@ import (
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/ociimage"
-	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -162,16 +161,34 @@ func (c ArmsConfig) imageArms(ctx context.Context, out *Built, tmpl, envTmpl pro
 			fail(err)
 			continue
 		}
-		r := c.Runc
-		if r == nil {
-			r = &launch.Runc{}
-			out.closers = append(out.closers, r.Close)
-		}
-		if err := r.Check(); err != nil {
-			fail(err)
-			continue
-		}
 		out.Artifacts = append(out.Artifacts, art)
-		out.Arms = append(out.Arms, Arm{Name: ia.Name, Launcher: r, Path: path, SizeBytes: art.SizeBytes, Args: args, EnvFor: envFor})
+		for k, rt := range c.layoutRuntimes() {
+			name := ia.Name
+			if k > 0 {
+				name += "-" + rt
+			}
+			r := c.runcFor(out, rt)
+			if err := r.Check(); err != nil {
+				out.Failed = append(out.Failed, fmt.Errorf("%s arm (--image): %w", name, err))
+				continue
+			}
+			out.Arms = append(out.Arms, Arm{Name: name, Launcher: r, Path: path, SizeBytes: art.SizeBytes, Args: args, EnvFor: envFor})
+		}
 	}
+}
+
+// layoutRuntimes are the Runtimes that start an image from its layout,
+// runc and crun, in their order (runc when none is): the ones --image
+// arms are started by. docker and podman start the built image arm only.
+func (c ArmsConfig) layoutRuntimes() []string {
+	var rts []string
+	for _, rt := range c.Runtimes {
+		if rt == "runc" || rt == "crun" {
+			rts = append(rts, rt)
+		}
+	}
+	if len(rts) == 0 {
+		rts = []string{"runc"}
+	}
+	return rts
 }

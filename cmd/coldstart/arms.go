@@ -30,7 +30,7 @@ func (o *serverOptions) begin(ctx context.Context, label, transport string) (pro
 	built, err := o.BuildArms(ctx, rf, campaign.ArmsConfig{
 		Arms:  build,
 		Build: builds.Options{Prebuilt: o.Prebuilt},
-		Dir:   o.Dir, Transport: campaign.Transport(transport), Engine: o.Runtime, Images: images,
+		Dir:   o.Dir, Transport: campaign.Transport(transport), Runtimes: o.Runtimes, Images: images,
 		Start: start,
 		StartConfig: campaign.StartConfig{
 			Base: o.StartFrom, HideBase: hideBase,

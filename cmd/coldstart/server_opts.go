@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +20,7 @@ import (
 type serverOptions struct {
 	cliopts.Common
 	Prebuilt  string
-	Runtime   string
+	Runtimes  []string
 	Probe     string
 	ProbeBody string
 	Dir       string
@@ -51,7 +53,7 @@ func newServerOptions(arms []string) serverOptions {
 	return serverOptions{
 		Common:    cliopts.New("coldstart", arms, campaign.StartArms...),
 		Probe:     "health",
-		Runtime:   "runc",
+		Runtimes:  []string{"runc"},
 		StartFrom: "default",
 	}
 }
@@ -62,7 +64,7 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringVar(&o.StartFrom, "start-from", o.StartFrom, "the build arm that the prebound and snapshot arms start")
 	f.IntVar(&o.SnapshotWarmup, "snapshot-warmup", 0, "calls (readiness probes, each over a fresh connection) the server answers before it is checkpointed (0 = none)")
 	f.StringVar(&o.Prebuilt, "prebuilt", "", "measure the arms coldstart build --out-dir copied into this directory, with their build records, instead of building (for a machine without Go; without PKG they are taken as the sample server)")
-	f.StringVar(&o.Runtime, "runtime", o.Runtime, "what starts the image arm: runc, docker or podman (the engines need a working daemon)")
+	f.StringSliceVar(&o.Runtimes, "runtime", o.Runtimes, "what starts the image arm: runc, crun, docker or podman (the engines need a working daemon); a list measures the image arm once per runtime, interleaved: image under the first, image-RUNTIME under each other")
 	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
 	f.StringVar(&o.ProbeBody, "probe-request", "", "request for a /pkg.Svc/Method probe: JSON, or @FILE of binary protobuf")
 	f.StringVar(&o.Dir, "dir", "", "the server's working directory (\"\" = this one)")
@@ -92,10 +94,20 @@ func (o *serverOptions) validate() error {
 	if o.SnapshotWarmup < 0 {
 		return fmt.Errorf("--snapshot-warmup: %d, want 0 or more", o.SnapshotWarmup)
 	}
-	switch o.Runtime {
-	case "runc", "docker", "podman":
-	default:
-		return fmt.Errorf("--runtime: %q, want runc, docker or podman", o.Runtime)
+	for i, rt := range o.Runtimes {
+		switch {
+		case !slices.Contains([]string{"runc", "crun", "docker", "podman"}, rt):
+			return fmt.Errorf("--runtime: %q, want runc, crun, docker or podman", rt)
+		case slices.Contains(o.Runtimes[:i], rt):
+			return fmt.Errorf("--runtime: %s twice", rt)
+		}
+	}
+	if len(o.Runtimes) == 0 {
+		return errors.New("--runtime: none given, want runc, crun, docker or podman")
+	}
+	if (len(o.Runtimes) > 1 || o.Runtimes[0] != "runc") && !slices.Contains(o.Arms.Names, builds.ImageArm) && len(o.Images) == 0 {
+		return fmt.Errorf("--runtime %s: starts image arms, and neither the image arm (--arms %s) nor an --image is measured; add image to --arms",
+			strings.Join(o.Runtimes, ","), strings.Join(o.Arms.Names, ","))
 	}
 	if _, err := prober.ParseTemplate(o.ServerArgs); err != nil {
 		return err
