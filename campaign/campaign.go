@@ -7,11 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/coldstart-go/coldstart/budget"
-	"github.com/coldstart-go/coldstart/internal/leftovers"
-	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -120,11 +117,7 @@ const (
 func newTarget(tr Transport, fixed prober.Target, c prober.Checker) (prober.Target, func(), error) {
 	if tr == Unix && fixed.Address == "" {
 		if h, ok := c.(*prober.HTTP); !ok || h.Fixed.Address == "" {
-			dir, forget, err := leftovers.MkdirTemp(runas.TempDir(), "cs-") // reachable by a server run as another user
-			if err != nil {
-				return prober.Target{}, nil, fmt.Errorf("make socket dir: %w", err)
-			}
-			return prober.Target{Network: "unix", Address: prober.SocketPath(dir)}, func() { os.RemoveAll(dir); forget() }, nil
+			return launch.SocketTarget("cs-")
 		}
 	}
 	t, err := prober.ChooseTarget(fixed, c, prober.Template{}, "")

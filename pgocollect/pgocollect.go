@@ -23,9 +23,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
-	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/provenance"
-	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
@@ -189,12 +187,12 @@ func (c Config) collect(ctx context.Context, bin builds.Artifact, secs int, log 
 	}
 	target := tcp
 	if tmpl.UsesSocket() {
-		dir, forget, err := leftovers.MkdirTemp(runas.TempDir(), "cs-") // reachable by a server run as another user
+		sock, remove, err := launch.SocketTarget("cs-")
 		if err != nil {
 			return nil, note, err
 		}
-		defer func() { os.RemoveAll(dir); forget() }()
-		target = tmpl.Target(tcp, dir)
+		defer remove()
+		target = sock
 	}
 	debug, err := otherFreeTCP(tcp)
 	if err != nil {

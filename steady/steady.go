@@ -10,14 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
-	"github.com/coldstart-go/coldstart/internal/leftovers"
 	"github.com/coldstart-go/coldstart/internal/progress"
-	"github.com/coldstart-go/coldstart/internal/runas"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -526,12 +523,12 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		}
 	}
 	if usesSocket(a.Args) {
-		dir, forget, err := leftovers.MkdirTemp(runas.TempDir(), "st-") // reachable by a server run as another user
+		sock, remove, err := launch.SocketTarget("st-")
 		if err != nil {
-			return nil, fmt.Errorf("arm %s: make socket dir: %w", a.Name, err)
+			return nil, fmt.Errorf("arm %s: %w", a.Name, err)
 		}
-		cleanup = append(cleanup, func() { os.RemoveAll(dir); forget() })
-		ad.grpc = prober.Target{Network: "unix", Address: prober.SocketPath(dir)}
+		cleanup = append(cleanup, remove)
+		ad.grpc = sock
 	}
 	args, httpNamed, err := expandArgs(a.Args, ad)
 	if err != nil {
