@@ -227,14 +227,15 @@ type member struct {
 	cleanup func() // removes what t needed (a socket directory)
 	inst    launch.Instance
 	r       prober.Readiness
-	readyAt time.Time
 	err     error
 	rec     results.BurstInstance
 }
 
 // burstOnce starts n instances of a in one group for b at the same
 // instant, probes each from its own goroutine until all answer or one
-// fails, reads the group's figures, and stops them all.
+// fails (launch.StartReady stops the one that failed, and those the
+// failure cancelled, as they end), reads the group's figures, and stops
+// them all.
 func (c Burst) burstOnce(ctx context.Context, a Arm, b budget.Budget, n, run int, checker prober.Checker, all []int, record func(string, any) error) (res results.Burst, err error) {
 	res = results.Burst{Arm: a.Name, Budget: b.String(), N: n, Run: run, Warmup: run == 0}
 	defer func() {
@@ -292,34 +293,27 @@ func (c Burst) burstOnce(ctx context.Context, a Arm, b budget.Budget, n, run int
 		go func() {
 			defer wg.Done()
 			<-gate
-			inst, err := a.instance(bctx, m.t, mb, g, c.Log)
+			inst, r, err := a.startReady(bctx, m.t, mb, g, c.Log, launch.ReadyOptions{
+				Checker: checker, Wait: wait, Name: fmt.Sprintf("%s instance %d of %d", a.Name, i+1, n),
+				Launched: func(inst launch.Instance) error {
+					if a.Started != nil {
+						started.Lock()
+						a.Started(inst)
+						started.Unlock()
+					}
+					if run == 0 && i == 0 {
+						// As the cold-start campaign's warm-up: a probe that
+						// learns from a live server does so here.
+						if err := prober.Prepare(bctx, inst, m.t, checker, wait); err != nil {
+							return fmt.Errorf("%s: %w", a.Name, err)
+						}
+					}
+					return nil
+				},
+			})
+			m.inst, m.r, m.err = inst, r, err
 			if err != nil {
-				m.err = err
 				cancel() // the burst has failed: the others need not finish
-				return
-			}
-			m.inst = inst
-			if a.Started != nil {
-				started.Lock()
-				a.Started(inst)
-				started.Unlock()
-			}
-			if run == 0 && i == 0 {
-				// As the cold-start campaign's warm-up: a probe that learns
-				// from a live server does so here.
-				if err := prober.Prepare(bctx, inst, m.t, checker, wait); err != nil {
-					m.err = fmt.Errorf("%s: %w", a.Name, err)
-					cancel()
-					return
-				}
-			}
-			m.r, m.err = prober.WaitReady(bctx, inst, m.t, checker, wait)
-			m.readyAt = time.Now()
-			if m.err != nil {
-				if errors.Is(m.err, prober.ErrNotReady) {
-					m.err = fmt.Errorf("%s instance %d of %d: %w", a.Name, i+1, n, m.err)
-				}
-				cancel()
 				return
 			}
 			m.rec.FirstRPCMs = msOf(m.r.FirstRPC)

@@ -78,26 +78,40 @@ func (a Arm) launcher() launch.Launcher {
 
 // Instance starts one instance of the arm listening at t, within b.
 func (a Arm) Instance(ctx context.Context, t prober.Target, b budget.Budget, log io.Writer) (launch.Instance, error) {
-	return a.instance(ctx, t, b, nil, log)
+	s, err := a.spec(t, b, nil, log)
+	if err != nil {
+		return nil, err
+	}
+	return a.launcher().Launch(ctx, s)
 }
 
-// instance is Instance as a member of g, when not nil (launch.Spec.Group).
-func (a Arm) instance(ctx context.Context, t prober.Target, b budget.Budget, g *budget.Group, log io.Writer) (launch.Instance, error) {
+// startReady starts one instance of the arm listening at t, within b (and
+// g, when not nil), and waits until it is ready (launch.StartReady).
+func (a Arm) startReady(ctx context.Context, t prober.Target, b budget.Budget, g *budget.Group, log io.Writer, o launch.ReadyOptions) (launch.Instance, prober.Readiness, error) {
+	s, err := a.spec(t, b, g, log)
+	if err != nil {
+		return nil, prober.Readiness{}, err
+	}
+	return launch.StartReady(ctx, a.launcher(), s, o)
+}
+
+// spec is how an instance of the arm listening at t is started.
+func (a Arm) spec(t prober.Target, b budget.Budget, g *budget.Group, log io.Writer) (launch.Spec, error) {
 	var args []string
 	if a.Args != nil {
 		var err error
 		if args, err = a.Args(t); err != nil {
-			return nil, fmt.Errorf("start %s: %w", a.Name, err)
+			return launch.Spec{}, fmt.Errorf("start %s: %w", a.Name, err)
 		}
 	}
 	env := a.Env
 	if a.EnvFor != nil {
 		env = append(append([]string(nil), env...), a.EnvFor(t)...)
 	}
-	return a.launcher().Launch(ctx, launch.Spec{
+	return launch.Spec{
 		Arm: a.Name, Path: a.Path, Args: args, Env: env, Dir: a.Dir,
 		Target: t, Budget: b, Group: g, ID: budget.NewID(), Log: log, Stderr: a.Stderr,
-	})
+	}, nil
 }
 
 // Transport is where servers listen: "tcp" (a free loopback port per

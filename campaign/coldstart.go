@@ -15,6 +15,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/procfs"
 	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 	results "github.com/coldstart-go/coldstart/record"
 )
@@ -409,40 +410,46 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 		}
 	}
 	ru0 := selfCPU()
-	inst, err := a.Instance(ctx, t, lb, c.Log)
+	inst, r, err := a.startReady(ctx, t, lb, nil, c.Log, launch.ReadyOptions{
+		Checker: checker, Wait: c.Wait,
+		Launched: func(inst launch.Instance) error {
+			s.PID = inst.PID()
+			if a.Started != nil {
+				a.Started(inst)
+			}
+			if prepare {
+				// A probe that must learn from a live server (a gRPC
+				// method's types, by reflection) does so on the uncounted
+				// warm-up instance, so a wrong method fails before
+				// anything is measured.
+				if err := prober.Prepare(ctx, inst, t, checker, c.Wait); err != nil {
+					return fmt.Errorf("%s: %w", a.Name, err)
+				}
+			}
+			return nil
+		},
+		// Read before a failed start is stopped: the prober's CPU is the
+		// start's and the wait's.
+		Waited: func(inst launch.Instance, r prober.Readiness) {
+			s.ProberCPUMs = ms(selfCPU() - ru0)
+			s.Attempts = r.Attempts
+			s.Phases = append(inst.Phases(), r.Phases...)
+		},
+	})
+	if inst != nil {
+		defer func() {
+			// Stop even when ctx is cancelled: a fresh context bounds the
+			// stop (StartReady stopped a failed start already).
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			inst.Stop(sctx)
+			if werr := prober.WaitFree(sctx, t, 5*time.Second); werr != nil && err == nil {
+				err = werr
+			}
+		}()
+	}
 	if err != nil {
 		return s, err
-	}
-	s.PID = inst.PID()
-	if a.Started != nil {
-		a.Started(inst)
-	}
-	defer func() {
-		// Stop even when ctx is cancelled: a fresh context bounds the stop.
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		inst.Stop(sctx)
-		if werr := prober.WaitFree(sctx, t, 5*time.Second); werr != nil && err == nil {
-			err = werr
-		}
-	}()
-	if prepare {
-		// A probe that must learn from a live server (a gRPC method's
-		// types, by reflection) does so on the uncounted warm-up
-		// instance, so a wrong method fails before anything is measured.
-		if err := prober.Prepare(ctx, inst, t, checker, c.Wait); err != nil {
-			return s, fmt.Errorf("%s: %w", a.Name, err)
-		}
-	}
-	r, werr := prober.WaitReady(ctx, inst, t, checker, c.Wait)
-	s.ProberCPUMs = ms(selfCPU() - ru0)
-	s.Attempts = r.Attempts
-	s.Phases = append(inst.Phases(), r.Phases...)
-	if werr != nil {
-		if errors.Is(werr, prober.ErrNotReady) {
-			return s, fmt.Errorf("%s: %w", a.Name, werr)
-		}
-		return s, werr
 	}
 	s.FirstRPCMs, s.ReadyAttemptMs = ms(r.FirstRPC), ms(r.ReadyAttempt)
 	// Read the server's figures at once: they belong to the moment of first RPC.

@@ -2,7 +2,6 @@ package campaign
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -95,17 +94,12 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog pr
 		if err := a.prepare(ctx, t); err != nil {
 			return row, err
 		}
-		inst, err := a.Instance(ctx, t, d.Budget, d.Log)
+		inst, _, err := a.startReady(ctx, t, d.Budget, nil, d.Log, launch.ReadyOptions{
+			Checker: checker, Wait: d.Wait, Name: fmt.Sprintf("%s instance %d", a.Name, i+1)})
 		if err != nil {
-			return row, err
+			return row, err // StartReady stopped it
 		}
 		insts = append(insts, inst)
-		if _, err := prober.WaitReady(ctx, inst, t, checker, d.Wait); err != nil {
-			if errors.Is(err, prober.ErrNotReady) {
-				return row, fmt.Errorf("%s instance %d: %w", a.Name, i+1, err)
-			}
-			return row, err
-		}
 		prog.Step(fmt.Sprintf("density %-8s instance %d/%d ready", a.Name, i+1, d.Instances))
 	}
 	// Idle instances settle (the Go runtime returns start-up memory and

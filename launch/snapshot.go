@@ -195,7 +195,11 @@ func (sn *Snapshot) Checkpoint(ctx context.Context, s Spec) (ck *Checkpoint, err
 		a.Setpgid, a.Setsid, a.Pdeathsig = false, true, 0
 		a.Cloneflags |= syscall.CLONE_NEWPID
 	}}
-	inst, err := l.Launch(ctx, src)
+	checker := sn.Checker
+	if checker == nil {
+		checker = prober.Health{}
+	}
+	inst, _, err := StartReady(ctx, l, src, ReadyOptions{Checker: checker, Wait: sn.Wait, Name: "checkpoint " + s.Arm})
 	if err != nil {
 		return nil, err
 	}
@@ -204,13 +208,6 @@ func (sn *Snapshot) Checkpoint(ctx context.Context, s Spec) (ck *Checkpoint, err
 		defer cancel()
 		inst.Stop(sctx)
 	}()
-	checker := sn.Checker
-	if checker == nil {
-		checker = prober.Health{}
-	}
-	if _, err := prober.WaitReady(ctx, inst, s.Target, checker, sn.Wait); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", s.Arm, err)
-	}
 	for i := 0; i < sn.Warmup; i++ {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		a, err := checker.Check(actx, s.Target)

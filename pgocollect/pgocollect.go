@@ -214,7 +214,7 @@ func (c Config) collect(ctx context.Context, bin builds.Artifact, secs int, log 
 	if launcher == nil {
 		launcher = launch.Process{}
 	}
-	inst, err := launcher.Launch(ctx, launch.Spec{
+	inst, _, err := launch.StartReady(ctx, launcher, launch.Spec{
 		Arm:    "pgo-collect",
 		Path:   bin.Path,
 		Args:   args,
@@ -223,14 +223,11 @@ func (c Config) collect(ctx context.Context, bin builds.Artifact, secs int, log 
 		Target: target,
 		ID:     budget.NewID(),
 		Log:    log,
-	})
+	}, launch.ReadyOptions{})
 	if err != nil {
 		return nil, note, err
 	}
 	defer inst.Stop(context.WithoutCancel(ctx))
-	if _, err := prober.WaitReady(ctx, inst, target, prober.Health{}, prober.WaitOptions{}); err != nil {
-		return nil, note, err
-	}
 	note.Endpoint = "http://" + debug.Address + "/debug/pprof/profile?seconds=" + fmt.Sprint(secs)
 
 	lctx, stopLoad := context.WithCancel(ctx)

@@ -38,18 +38,11 @@ func (s ProcessStarter) Start(ctx context.Context, arm, bin string) (time.Durati
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", arm, err)
 	}
-	c := s.Checker
-	if c == nil {
-		c = prober.Health{}
-	}
-	inst, err := launch.Process{}.Launch(ctx, launch.Spec{Arm: arm, Path: bin, Args: args, Target: t, Log: s.Log})
+	inst, r, err := launch.StartReady(ctx, launch.Process{}, launch.Spec{Arm: arm, Path: bin, Args: args, Target: t, Log: s.Log},
+		launch.ReadyOptions{Checker: s.Checker, Wait: prober.WaitOptions{Timeout: s.Timeout}, Name: fmt.Sprintf("start %s (%s)", arm, bin)})
 	if err != nil {
 		return 0, err
 	}
 	defer inst.Stop(context.WithoutCancel(ctx))
-	r, err := prober.WaitReady(ctx, inst, t, c, prober.WaitOptions{Timeout: s.Timeout})
-	if err != nil {
-		return 0, fmt.Errorf("start %s (%s): %w", arm, bin, err)
-	}
 	return r.FirstRPC, nil
 }

@@ -564,24 +564,22 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 	if a.Launcher != nil {
 		launcher = a.Launcher
 	}
-	inst, err := launcher.Launch(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("arm %s: %w", a.Name, err)
-	}
-	cleanup = append([]func(){func() { inst.Stop(context.Background()) }}, cleanup...)
-	if err := p.apply(); err != nil {
-		return nil, err
-	}
-
 	var checker prober.Checker = prober.Health{}
 	readyAt := ad.grpc
 	if !known(cfg.Protocols, GRPC) {
 		checker = httpReady{path: cfg.HTTPPath}
 		readyAt = ad.http
 	}
-	if _, err := prober.WaitReady(ctx, inst, readyAt, checker, prober.WaitOptions{}); err != nil {
-		return nil, fmt.Errorf("arm %s: wait for ready at %s: %w", a.Name, readyAt, err)
+	// The server starts unpinned (p released above); steady's own threads
+	// are pinned again before the wait.
+	inst, _, err := launch.StartReady(ctx, launcher, spec, launch.ReadyOptions{
+		At: readyAt, Checker: checker, Name: "wait for ready at " + readyAt.String(),
+		Launched: func(launch.Instance) error { return p.apply() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("arm %s: %w", a.Name, err)
 	}
+	cleanup = append([]func(){func() { inst.Stop(context.Background()) }}, cleanup...)
 	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
 	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}
 	if cfg.Call != nil {

@@ -234,17 +234,13 @@ func startServer(ctx context.Context, o options) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst, err := launch.Process{}.Launch(ctx, launch.Spec{
+	inst, _, err := launch.StartReady(ctx, launch.Process{}, launch.Spec{
 		Arm: "default", Path: "taskset", Args: []string{"-c", o.serverCPU, o.server, "--addr=" + t.Address}, Target: t,
-	})
+	}, launch.ReadyOptions{})
 	if err != nil {
 		return nil, err
 	}
 	s := &server{inst: inst, target: t}
-	if _, err := prober.WaitReady(ctx, inst, t, prober.Health{}, prober.WaitOptions{}); err != nil {
-		inst.Stop(context.Background())
-		return nil, err
-	}
 	if s.scratch, err = os.MkdirTemp("", "generators-"); err != nil {
 		inst.Stop(context.Background())
 		return nil, err

@@ -266,16 +266,13 @@ func runGhz(ctx context.Context, o options, round int, add func(Row) error) erro
 	if err != nil {
 		return err
 	}
-	inst, err := launch.Process{}.Launch(ctx, launch.Spec{
+	inst, _, err := launch.StartReady(ctx, launch.Process{}, launch.Spec{
 		Arm: "default", Path: "taskset", Args: []string{"-c", o.serverCPU, o.server, "--addr=" + t.Address}, Target: t,
-	})
+	}, launch.ReadyOptions{})
 	if err != nil {
 		return err
 	}
 	defer inst.Stop(context.Background())
-	if _, err := prober.WaitReady(ctx, inst, t, prober.Health{}, prober.WaitOptions{}); err != nil {
-		return err
-	}
 	base, _, err := ghz(ctx, o, t, 1, 1)
 	if err != nil {
 		return err
