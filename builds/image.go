@@ -218,47 +218,172 @@ func BinaryArtifact(path string) (Artifact, error) {
 // writes the image as an OCI layout and as a tarball, and pushes it when
 // o.Push is set. The same binary and options give the same digest.
 func BuildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult, error) {
+	r, err := buildImage(ctx, bin, o)
+	if err != nil {
+		return r, fmt.Errorf("build image: %w", err)
+	}
+	return r, nil
+}
+
+// imageSteps records what a build did, one line a step, as the artifact's
+// Command.
+type imageSteps [][]string
+
+func (s *imageSteps) add(step ...string) { *s = append(*s, step) }
+
+func (s imageSteps) lines() []string {
+	out := make([]string, len(s))
+	for i, c := range s {
+		out[i] = strings.Join(c, " ")
+	}
+	return out
+}
+
+// buildImage is BuildImage without the "build image: " prefix on its
+// errors.
+func buildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult, error) {
 	start := time.Now()
 	var r ImageResult
 	if bin.Path == "" {
-		return r, errors.New("build image: no binary")
+		return r, errors.New("no binary")
 	}
-	if bin.SHA256 == "" || bin.GoVersion == "" {
-		// Fill in what the caller left out (a bare path).
-		d, err := BinaryArtifact(bin.Path)
-		if err != nil {
-			return r, fmt.Errorf("build image: %w", err)
-		}
-		if bin.SHA256 == "" {
-			bin.SHA256 = d.SHA256
-		}
-		if bin.GoVersion == "" {
-			bin.GoVersion = d.GoVersion
-		}
+	bin, err := completeBinary(bin)
+	if err != nil {
+		return r, err
 	}
-	created := o.Created
-	if created.IsZero() {
-		var err error
-		if created, err = sourceDateEpoch(); err != nil {
-			return r, fmt.Errorf("build image: %w", err)
-		}
+	created, err := imageCreated(o.Created)
+	if err != nil {
+		return r, err
 	}
-	created = created.UTC()
 	binName := filepath.Base(bin.Path)
 	dir := o.Dir
 	if dir == "" {
 		dir = filepath.Dir(bin.Path)
 	}
-	cmds := [][]string{}
+	var steps imageSteps
+	img, err := assembleImage(bin, o, created, &steps)
+	if err != nil {
+		return r, err
+	}
+	r, digest, tarSum, err := writeImage(ctx, img, o.Tag, dir, binName, &steps)
+	if err != nil {
+		return r, err
+	}
+	if o.Push != "" {
+		ref, err := PushImage(ctx, img, o.Push, o.Remote...)
+		if err != nil {
+			return r, err
+		}
+		r.Ref = ref
+		steps.add("push", o.Push, "# "+ref)
+	}
+	flags := "base=" + baseName(o.Base) + " user=" + ImageUser + " port=" + ImagePort
+	if bin.Flags != "" {
+		flags = bin.Flags + " " + flags
+	}
+	r.Artifact = Artifact{
+		Arm:       ImageArm,
+		Path:      r.Tarball,
+		SizeBytes: r.LayerBytes,
+		BuildMs:   float64(time.Since(start)) / float64(time.Millisecond),
+		Command:   steps.lines(),
+		Flags:     flags,
+		GoVersion: bin.GoVersion,
+		SHA256:    tarSum,
+		Image:     r.Layout,
+		Digest:    digest.String(),
+		Package:   bin.Package,
+		BuiltAt:   time.Now().UTC().Format(time.RFC3339),
+	}
+	return r, nil
+}
 
+// writeImage tags img (tag, else coldstart/NAME:DIGEST12) and writes it
+// into dir as NAME.oci and NAME.image.tar. It returns the result so far,
+// img's digest and the tarball's SHA-256.
+func writeImage(ctx context.Context, img v1.Image, tag, dir, binName string, steps *imageSteps) (r ImageResult, digest v1.Hash, tarSum string, err error) {
+	digest, err = img.Digest()
+	if err != nil {
+		return r, digest, "", fmt.Errorf("digest: %w", err)
+	}
+	if tag == "" {
+		tag = "coldstart/" + repoName(binName) + ":" + digest.Hex[:12]
+	}
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return r, digest, "", fmt.Errorf("tag %q: %w", tag, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, digest, "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return r, digest, "", err
+	}
+	if err := saveImage(&r, img, ref, filepath.Join(dir, binName), steps); err != nil {
+		return r, digest, "", err
+	}
+	if r.LayerBytes, err = layerBytes(img); err != nil {
+		return r, digest, "", err
+	}
+	tarSum, r.TarballBytes, err = fileSHA256(r.Tarball)
+	if err != nil {
+		return r, digest, "", err
+	}
+	return r, digest, tarSum, nil
+}
+
+// completeBinary fills in the SHA-256 and Go version a caller left out (a
+// bare path).
+func completeBinary(bin Artifact) (Artifact, error) {
+	if bin.SHA256 != "" && bin.GoVersion != "" {
+		return bin, nil
+	}
+	d, err := BinaryArtifact(bin.Path)
+	if err != nil {
+		return bin, err
+	}
+	if bin.SHA256 == "" {
+		bin.SHA256 = d.SHA256
+	}
+	if bin.GoVersion == "" {
+		bin.GoVersion = d.GoVersion
+	}
+	return bin, nil
+}
+
+// imageCreated is the image's creation time in UTC: created, else
+// $SOURCE_DATE_EPOCH, else the Unix epoch.
+func imageCreated(created time.Time) (time.Time, error) {
+	if created.IsZero() {
+		var err error
+		if created, err = sourceDateEpoch(); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return created.UTC(), nil
+}
+
+// assembleImage is the base with the binary's layer appended and the
+// config set.
+func assembleImage(bin Artifact, o ImageOptions, created time.Time, steps *imageSteps) (v1.Image, error) {
 	base, baseDesc, err := loadBase(o.Base)
 	if err != nil {
-		return r, fmt.Errorf("build image: %w", err)
+		return nil, err
 	}
-	cmds = append(cmds, []string{"base", baseDesc})
+	steps.add("base", baseDesc)
+	img, err := appendBinaryLayer(base, bin.Path, o.Base != "", created, steps)
+	if err != nil {
+		return nil, err
+	}
+	return configureImage(img, bin, o, created, steps)
+}
 
+// appendBinaryLayer appends to base one layer holding the binary at
+// ImageEntrypoint, with the libraries it needs when there is no base image
+// (hasBase false).
+func appendBinaryLayer(base v1.Image, path string, hasBase bool, created time.Time, steps *imageSteps) (v1.Image, error) {
 	layerType := types.OCILayer
-	if o.Base != "" {
+	if hasBase {
 		if mt, err := base.MediaType(); err == nil && mt == types.DockerManifestSchema2 {
 			layerType = types.DockerLayer
 		}
@@ -268,44 +393,50 @@ func BuildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult,
 	// come from this host into the same layer, at the paths the loader
 	// looks in. A base image brings its own.
 	var libs []elfdeps.File
-	if o.Base == "" {
+	if !hasBase {
 		var missing []string
-		libs, missing, err = elfdeps.Needed(bin.Path)
+		var err error
+		libs, missing, err = elfdeps.Needed(path)
 		if err != nil {
-			return r, fmt.Errorf("build image: %w", err)
+			return nil, err
 		}
 		if len(missing) > 0 {
-			return r, fmt.Errorf("build image: %s needs %s, not found on this host (give a base image with --image-base)", bin.Path, strings.Join(missing, ", "))
+			return nil, fmt.Errorf("%s needs %s, not found on this host (give a base image with --image-base)", path, strings.Join(missing, ", "))
 		}
 	}
-	layerTar, err := binaryLayerTar(bin.Path, libs, created)
+	layerTar, err := binaryLayerTar(path, libs, created)
 	if err != nil {
-		return r, fmt.Errorf("build image: %w", err)
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(layerType), tarball.WithCompressedCaching)
 	if err != nil {
-		return r, fmt.Errorf("build image: layer from %s: %w", bin.Path, err)
+		return nil, fmt.Errorf("layer from %s: %w", path, err)
 	}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer: layer,
 		History: v1.History{
 			Created:   v1.Time{Time: created},
-			CreatedBy: "COPY " + binName + " " + ImageEntrypoint + " # coldstart image arm",
+			CreatedBy: "COPY " + filepath.Base(path) + " " + ImageEntrypoint + " # coldstart image arm",
 		},
 	})
 	if err != nil {
-		return r, fmt.Errorf("build image: append layer: %w", err)
+		return nil, fmt.Errorf("append layer: %w", err)
 	}
-	cmds = append(cmds, []string{"layer", bin.Path + " -> " + ImageEntrypoint, "mode=0755", "uid=0", "gid=0", "mtime=" + created.Format(time.RFC3339)})
+	steps.add("layer", path+" -> "+ImageEntrypoint, "mode=0755", "uid=0", "gid=0", "mtime="+created.Format(time.RFC3339))
 	for _, l := range libs {
-		cmds = append(cmds, []string{"layer", l.Real + " -> " + l.Path, "mode=0755", "# needed by the dynamic loader"})
+		steps.add("layer", l.Real+" -> "+l.Path, "mode=0755", "# needed by the dynamic loader")
 	}
+	return img, nil
+}
 
+// configureImage sets the entrypoint, user, port, platform and build-record
+// labels in img's config.
+func configureImage(img v1.Image, bin Artifact, o ImageOptions, created time.Time, steps *imageSteps) (v1.Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return r, fmt.Errorf("build image: read config: %w", err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
 	cf = cf.DeepCopy()
 	arch, goos := binaryPlatform(bin.Path)
@@ -328,94 +459,48 @@ func BuildImage(ctx context.Context, bin Artifact, o ImageOptions) (ImageResult,
 	}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
-		return r, fmt.Errorf("build image: set config: %w", err)
+		return nil, fmt.Errorf("set config: %w", err)
 	}
 	if o.Base == "" {
 		img = mutate.MediaType(img, types.OCIManifestSchema1)
 		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	}
-	cmds = append(cmds, []string{"config", "entrypoint=" + ImageEntrypoint, "user=" + ImageUser, "expose=" + ImagePort + "/tcp", "env=PORT=" + ImagePort, "created=" + created.Format(time.RFC3339)})
+	steps.add("config", "entrypoint="+ImageEntrypoint, "user="+ImageUser, "expose="+ImagePort+"/tcp", "env=PORT="+ImagePort, "created="+created.Format(time.RFC3339))
+	return img, nil
+}
 
-	digest, err := img.Digest()
-	if err != nil {
-		return r, fmt.Errorf("build image: digest: %w", err)
-	}
-	tag := o.Tag
-	if tag == "" {
-		tag = "coldstart/" + repoName(binName) + ":" + digest.Hex[:12]
-	}
-	ref, err := name.NewTag(tag)
-	if err != nil {
-		return r, fmt.Errorf("build image: tag %q: %w", tag, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return r, fmt.Errorf("build image: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return r, fmt.Errorf("build image: %w", err)
-	}
-
-	r.Layout = filepath.Join(dir, binName+".oci")
+// saveImage writes img as the OCI layout PREFIX.oci and the tarball
+// PREFIX.image.tar, setting r's Layout, Tarball and Tag.
+func saveImage(r *ImageResult, img v1.Image, ref name.Tag, prefix string, steps *imageSteps) error {
+	r.Layout = prefix + ".oci"
 	if err := writeLayout(r.Layout, img, ref.String()); err != nil {
-		return r, fmt.Errorf("build image: %w", err)
+		return err
 	}
-	cmds = append(cmds, []string{"oci-layout", r.Layout})
-	r.Tarball = filepath.Join(dir, binName+".image.tar")
+	steps.add("oci-layout", r.Layout)
+	r.Tarball = prefix + ".image.tar"
 	if err := writeTarball(r.Tarball, ref, img); err != nil {
-		return r, fmt.Errorf("build image: %w", err)
+		return err
 	}
-	cmds = append(cmds, []string{"tarball", r.Tarball, "# docker load -i " + r.Tarball})
+	steps.add("tarball", r.Tarball, "# docker load -i "+r.Tarball)
 	r.Tag = ref.String()
+	return nil
+}
 
+// layerBytes is the compressed size of img's layers.
+func layerBytes(img v1.Image) (int64, error) {
 	layers, err := img.Layers()
 	if err != nil {
-		return r, fmt.Errorf("build image: layers: %w", err)
+		return 0, fmt.Errorf("layers: %w", err)
 	}
+	var total int64
 	for _, l := range layers {
 		n, err := l.Size()
 		if err != nil {
-			return r, fmt.Errorf("build image: layer size: %w", err)
+			return 0, fmt.Errorf("layer size: %w", err)
 		}
-		r.LayerBytes += n
+		total += n
 	}
-	tarSum, tarBytes, err := fileSHA256(r.Tarball)
-	if err != nil {
-		return r, fmt.Errorf("build image: %w", err)
-	}
-	r.TarballBytes = tarBytes
-
-	if o.Push != "" {
-		ref, err := PushImage(ctx, img, o.Push, o.Remote...)
-		if err != nil {
-			return r, fmt.Errorf("build image: %w", err)
-		}
-		r.Ref = ref
-		cmds = append(cmds, []string{"push", o.Push, "# " + ref})
-	}
-
-	command := make([]string, len(cmds))
-	for i, c := range cmds {
-		command[i] = strings.Join(c, " ")
-	}
-	flags := "base=" + baseName(o.Base) + " user=" + ImageUser + " port=" + ImagePort
-	if bin.Flags != "" {
-		flags = bin.Flags + " " + flags
-	}
-	r.Artifact = Artifact{
-		Arm:       ImageArm,
-		Path:      r.Tarball,
-		SizeBytes: r.LayerBytes,
-		BuildMs:   float64(time.Since(start)) / float64(time.Millisecond),
-		Command:   command,
-		Flags:     flags,
-		GoVersion: bin.GoVersion,
-		SHA256:    tarSum,
-		Image:     r.Layout,
-		Digest:    digest.String(),
-		Package:   bin.Package,
-		BuiltAt:   time.Now().UTC().Format(time.RFC3339),
-	}
-	return r, nil
+	return total, nil
 }
 
 // PushImage pushes img to repo (REGISTRY/REPO[:TAG]) and returns the
