@@ -342,43 +342,86 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 	if r.grace == 0 {
 		r.grace = 2 * time.Second
 	}
-	fail := func(err error) (Instance, error) {
+	stderrR, err := ck.restore(r, s)
+	if err != nil {
+		// The one cleanup path: release closes the placement (killing
+		// what criu left in its cgroup) and the pidfd, and removes the
+		// work directory.
 		r.release()
 		return nil, err
 	}
-	args := []string{"restore", "-D", filepath.Join(ck.Dir, "images"), "-W", work, "-o", "restore.log",
-		"--restore-detached", "--pidfile", "pid", "--tcp-close", "--manage-cgroups=ignore", "--display-stats"}
-	var extra []*os.File
-	var stderrR *os.File
+	r.follow(stderrR)
+	return r, nil
+}
+
+// restore runs criu restore for r (in a placement of s.Budget) and adopts
+// the restored server. It returns the read end of the server's stderr
+// pipe (nil when the dumped server had none); on error it has closed that
+// pipe and r is for the caller to release.
+func (ck *Checkpoint) restore(r *restored, s Spec) (*os.File, error) {
+	extra, stderrR, err := ck.inheritFiles()
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", ck.Arm, err)
+	}
+	err = ck.runCRIU(r, s, extra)
+	if err == nil {
+		err = ck.adopt(r)
+	}
+	if err != nil {
+		if stderrR != nil {
+			stderrR.Close()
+		}
+		return nil, err
+	}
+	return stderrR, nil
+}
+
+// inheritFiles opens the file criu hands the restored server at each
+// inherited fd (ck.InheritArgs(3)): a fresh pipe's write end for its stderr,
+// whose read end is returned, and /dev/null for the others.
+func (ck *Checkpoint) inheritFiles() (extra []*os.File, stderrR *os.File, err error) {
 	for _, in := range ck.inherit {
 		var f *os.File
 		if in.stderr && stderrR == nil {
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				return fail(fmt.Errorf("restore %s: %w", ck.Arm, err))
+			var pr *os.File
+			if pr, f, err = os.Pipe(); err == nil {
+				stderrR = pr
 			}
-			stderrR, f = pr, pw
-		} else if f, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
-			return fail(fmt.Errorf("restore %s: %w", ck.Arm, err))
+		} else {
+			f, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		}
+		if err != nil {
+			closeFiles(extra)
+			if stderrR != nil {
+				stderrR.Close()
+			}
+			return nil, nil, err
 		}
 		extra = append(extra, f)
-		args = append(args, "--inherit-fd", fmt.Sprintf("fd[%d]:%s", 2+len(extra), in.res))
 	}
-	closeExtra := func() {
-		for _, f := range extra {
-			f.Close()
-		}
+	return extra, stderrR, nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
 	}
+}
+
+// runCRIU places r in s.Budget and runs `criu restore` there with extra
+// as its inherited fds (closed once criu holds them), recording r's T0,
+// restore time, criu's CPU time and statistics.
+func (ck *Checkpoint) runCRIU(r *restored, s Spec, extra []*os.File) error {
+	args := append([]string{"restore", "-D", filepath.Join(ck.Dir, "images"), "-W", r.work, "-o", "restore.log",
+		"--restore-detached", "--pidfile", "pid", "--tcp-close", "--manage-cgroups=ignore", "--display-stats"},
+		ck.InheritArgs(3)...)
 	// criu runs, and (--manage-cgroups=ignore) restores the server, in a
 	// cgroup of its own even when the budget needs none, so that release
 	// kills whatever the restored tree has become, as Process does.
 	pl, err := s.Budget.Place(s.ID, budget.WithOwnCgroup())
 	if err != nil {
-		closeExtra()
-		if stderrR != nil {
-			stderrR.Close()
-		}
-		return fail(fmt.Errorf("restore %s: %w", ck.Arm, err))
+		closeFiles(extra)
+		return fmt.Errorf("restore %s: %w", ck.Arm, err)
 	}
 	r.pl = pl
 	cmd := exec.Command(ck.criu, args...)
@@ -390,12 +433,9 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 		fmt.Fprintf(s.Log, "+ %s %s\n", ck.criu, shellQuote(args))
 	}
 	serr := pl.Start(cmd)
-	closeExtra() // criu holds them now; the restored server inherits the stderr pipe
+	closeFiles(extra) // criu holds them now; the restored server inherits the stderr pipe
 	if serr != nil {
-		if stderrR != nil {
-			stderrR.Close()
-		}
-		return fail(fmt.Errorf("restore %s: %w", ck.Arm, serr))
+		return fmt.Errorf("restore %s: %w", ck.Arm, serr)
 	}
 	r.t0 = pl.Started()
 	r.started = time.Since(r.t0)
@@ -404,20 +444,20 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 	r.criuCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	r.stats = parseCRIUStats(out.Bytes())
 	if werr != nil {
-		if stderrR != nil {
-			stderrR.Close()
-		}
-		return fail(fmt.Errorf("%w: restore %s: criu restore: %v: %s", ErrExited, ck.Arm, werr, criuErrors(filepath.Join(work, "restore.log"), out.Bytes())))
+		return fmt.Errorf("%w: restore %s: criu restore: %v: %s", ErrExited, ck.Arm, werr, criuErrors(filepath.Join(r.work, "restore.log"), out.Bytes()))
 	}
-	b, err := os.ReadFile(filepath.Join(work, "pid"))
+	return nil
+}
+
+// adopt reads the restored server's pid from criu's pidfile, records it in
+// the run's state file and opens a pidfd on it.
+func (ck *Checkpoint) adopt(r *restored) error {
+	b, err := os.ReadFile(filepath.Join(r.work, "pid"))
 	if err == nil {
 		r.pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
 	if err != nil {
-		if stderrR != nil {
-			stderrR.Close()
-		}
-		return fail(fmt.Errorf("restore %s: read criu's pidfile: %w", ck.Arm, err))
+		return fmt.Errorf("restore %s: read criu's pidfile: %w", ck.Arm, err)
 	}
 	// Kept in the run's state file: the restored server is not our child
 	// and outlives a SIGKILLed coldstart unless a sweep kills it.
@@ -425,12 +465,16 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 	// The restored server is not our child (criu detached it): follow it
 	// through a pidfd.
 	if r.pidfd, err = unix.PidfdOpen(r.pid, 0); err != nil {
-		if stderrR != nil {
-			stderrR.Close()
-		}
 		_ = unix.Kill(r.pid, unix.SIGKILL)
-		return fail(fmt.Errorf("restore %s: pidfd_open %d: %w", ck.Arm, r.pid, err))
+		return fmt.Errorf("restore %s: pidfd_open %d: %w", ck.Arm, r.pid, err)
 	}
+	return nil
+}
+
+// follow copies the restored server's stderr (from stderrR, when there is
+// one) into r's tail and, once the server has exited and the copy is done,
+// sets r's error and closes r.done.
+func (r *restored) follow(stderrR *os.File) {
 	var copied sync.WaitGroup
 	if stderrR != nil {
 		copied.Add(1)
@@ -444,11 +488,10 @@ func (ck *Checkpoint) Launch(ctx context.Context, s Spec) (Instance, error) {
 		waitPidfd(r.pidfd)
 		copied.Wait()
 		r.mu.Lock()
-		r.err = fmt.Errorf("%w: %s (restored pid %d)%s", ErrExited, ck.Arm, r.pid, r.tail.Quote())
+		r.err = fmt.Errorf("%w: %s (restored pid %d)%s", ErrExited, r.arm, r.pid, r.tail.Quote())
 		r.mu.Unlock()
 		close(r.done)
 	}()
-	return r, nil
 }
 
 // InheritArgs are criu restore's --inherit-fd arguments for the pipes the
