@@ -261,15 +261,28 @@ func flagError(err error) error {
 
 // validate checks every flag and fills o.cfg, naming the flag in its own
 // errors; steady.Config.Validate checks the settings (flagError names
-// their flags).
+// their flags). The steps run in the order the errors are reported in.
 func (o *runOptions) validate(cmd *cobra.Command) error {
-	c := &o.cfg
 	if err := o.Cluster.Check(&o.Common, o.Target); err != nil {
 		return err
 	}
 	if err := o.Common.Validate(); err != nil {
 		return err
 	}
+	for _, step := range []func(*cobra.Command) error{
+		o.sweepConfig, o.loopConfig, o.targetConfig, o.soakConfig, o.callConfig,
+	} {
+		if err := step(cmd); err != nil {
+			return err
+		}
+	}
+	return o.checkConfig()
+}
+
+// sweepConfig fills the lists steady sweeps (protocols, payloads,
+// concurrency, conns, pipeline, scenarios) from their flags.
+func (o *runOptions) sweepConfig(*cobra.Command) error {
+	c := &o.cfg
 	for _, p := range strings.Split(o.Protocols, ",") {
 		c.Protocols = append(c.Protocols, steady.Protocol(strings.TrimSpace(p)))
 	}
@@ -296,6 +309,13 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	case o.Rate > 0 && o.Soak == 0:
 		c.Scenarios = []steady.Scenario{steady.Open}
 	}
+	return nil
+}
+
+// loopConfig fills each window's load (warmup, calls, duration, rate,
+// rounds, the ramp's bounds), the budgets and the client.
+func (o *runOptions) loopConfig(*cobra.Command) error {
+	c := &o.cfg
 	// steady.Config reads a 0 as its default, so it cannot check one;
 	// these flags already hold steady's defaults, so a 0 given here is
 	// refused (for --warmup, passed on as none) rather than taken for
@@ -331,6 +351,14 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		c.Budgets = []budget.Budget{{CPUs: o.PinServer}}
 	}
 	c.Client = steady.Client(o.Client)
+	return nil
+}
+
+// targetConfig checks the flags that only some targets take (--on
+// knative's, a running --target's) and fills cfg.Target for a local
+// --target.
+func (o *runOptions) targetConfig(cmd *cobra.Command) error {
+	c := &o.cfg
 	if o.Knative() {
 		if o.ServerPID != 0 || o.DebugAddr != "" || cmd.Flags().Changed("budget") || len(o.PinServer) > 0 {
 			return errors.New("--on knative: --server-pid, --debug-addr, --budget and --pin-server are for local servers (the pods run on the cluster)")
@@ -358,6 +386,12 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	} else if o.ServerPID != 0 || o.DebugAddr != "" || o.AllowRemote {
 		return errors.New("--server-pid, --debug-addr, --allow-remote: only with --target (steady meters the servers it starts itself)")
 	}
+	return nil
+}
+
+// soakConfig fills the soak's settings and the window limit.
+func (o *runOptions) soakConfig(cmd *cobra.Command) error {
+	c := &o.cfg
 	if o.Soak != 0 {
 		if cmd.Flags().Changed("duration") || o.Ramp || o.Scenarios != "" {
 			return errors.New("--soak: runs its own open loop; --duration, --ramp and --scenario do not apply")
@@ -370,13 +404,15 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--window-limit: %v, want a positive duration", o.WindowLimit)
 	}
 	c.WindowLimit = o.WindowLimit
-	if err := o.callConfig(cmd); err != nil {
-		return err
-	}
-	// steady checks the settings, each once: the arms are built at run
-	// time, so it checks them with a stand-in, there whenever the flags
-	// start servers (beside --target too, which steady refuses).
-	check := *c
+	return nil
+}
+
+// checkConfig has steady check the settings, each once: the arms are
+// built at run time, so it checks them with a stand-in, there whenever the
+// flags start servers (beside --target too, which steady refuses). Then
+// --baseline must name an arm.
+func (o *runOptions) checkConfig() error {
+	check := o.cfg
 	if o.On == "knative" {
 		// Each arm's target is resolved from the cluster at run time.
 		check.Target = &steady.Target{Addr: prober.Target{Network: "tcp", Address: "127.0.0.1:80"}}
