@@ -17,7 +17,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
-	results "github.com/coldstart-go/coldstart/record"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Burst configures a burst campaign: for each size N, N instances of an
@@ -30,7 +30,7 @@ import (
 // Round 0 is a warm-up of one instance (N=1) per arm and budget, recorded
 // but not counted; under a budget with a memory limit its group's memory
 // peak sizes the bursts, and one that would not fit ends the campaign
-// before any counted burst (results.FitError). Then Runs rounds, each
+// before any counted burst (record.FitError). Then Runs rounds, each
 // running, per budget, every size in order and, per size, every arm in an
 // order that rotates from round to round: an arm's bursts pair by round
 // with the baseline's at the same size and with its own at N=1, as the
@@ -108,13 +108,13 @@ func BurstArms(arms []Arm) (ok []Arm, not []error) {
 	return ok, not
 }
 
-// Run measures every arm at every size under every budget. record gets
-// each instance (results.BurstInstanceKind) and each burst
-// (results.BurstKind) as soon as it is taken; Run returns every burst,
+// Run measures every arm at every size under every budget. onRecord gets
+// each instance (record.BurstInstanceKind) and each burst
+// (record.BurstKind) as soon as it is taken; Run returns every burst,
 // warm-up included. An instance that fails ends the campaign with its
 // error, its burst recorded first; every instance of every burst is
 // stopped and its cgroup removed, on failure and interrupt too.
-func (c Burst) Run(ctx context.Context, record func(kind string, v any) error) ([]results.Burst, error) {
+func (c Burst) Run(ctx context.Context, onRecord func(kind string, v any) error) ([]record.Burst, error) {
 	switch {
 	case c.Runs <= 0:
 		return nil, fmt.Errorf("runs: %d, want at least 1", c.Runs)
@@ -147,7 +147,7 @@ func (c Burst) Run(ctx context.Context, record func(kind string, v any) error) (
 	prog.Start(len(budgets)*len(c.Arms)*(1+c.Runs*len(c.Sizes)), "bursts")
 	defer prog.Done()
 
-	var out []results.Burst
+	var out []record.Burst
 	// one is each arm's group memory peak at N=1 under each budget, from
 	// the warm-up: what the bursts under a memory limit are sized by.
 	one := map[[2]string]int64{}
@@ -167,9 +167,9 @@ func (c Burst) Run(ctx context.Context, record func(kind string, v any) error) (
 			for ni, n := range sizes {
 				for ai := range c.Arms {
 					a := c.Arms[(ai+run+ni)%len(c.Arms)]
-					res, err := c.burstOnce(ctx, a, b, n, run, checker, all, record)
+					res, err := c.burstOnce(ctx, a, b, n, run, checker, all, onRecord)
 					out = append(out, res)
-					if rerr := record(results.BurstKind, res); rerr != nil && err == nil {
+					if rerr := onRecord(record.BurstKind, res); rerr != nil && err == nil {
 						err = fmt.Errorf("record burst: %w", rerr)
 					}
 					prog.Step(fmt.Sprintf("run %d/%d  N=%-3d %-8s %-12s %s", run, c.Runs, n, a.Name, b, burstNote(res, err)))
@@ -202,15 +202,15 @@ func (c Burst) fits(budgets []budget.Budget, one map[[2]string]int64) error {
 		}
 		for _, a := range c.Arms {
 			peak := one[[2]string{a.Name, b.String()}]
-			if results.BurstFit(b.MemBytes, peak) < largest {
-				errs = append(errs, results.FitError(a.Name, b.String(), largest, b.MemBytes, peak))
+			if record.BurstFit(b.MemBytes, peak) < largest {
+				errs = append(errs, record.FitError(a.Name, b.String(), largest, b.MemBytes, peak))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func burstNote(b results.Burst, err error) string {
+func burstNote(b record.Burst, err error) string {
 	if err != nil {
 		return "error: " + firstLine(err.Error())
 	}
@@ -228,7 +228,7 @@ type member struct {
 	inst    launch.Instance
 	r       prober.Readiness
 	err     error
-	rec     results.BurstInstance
+	rec     record.BurstInstance
 }
 
 // burstOnce starts n instances of a in one group for b at the same
@@ -236,8 +236,8 @@ type member struct {
 // fails (launch.StartReady stops the one that failed, and those the
 // failure cancelled, as they end), reads the group's figures, and stops
 // them all.
-func (c Burst) burstOnce(ctx context.Context, a Arm, b budget.Budget, n, run int, checker prober.Checker, all []int, record func(string, any) error) (res results.Burst, err error) {
-	res = results.Burst{Arm: a.Name, Budget: b.String(), N: n, Run: run, Warmup: run == 0}
+func (c Burst) burstOnce(ctx context.Context, a Arm, b budget.Budget, n, run int, checker prober.Checker, all []int, onRecord func(string, any) error) (res record.Burst, err error) {
+	res = record.Burst{Arm: a.Name, Budget: b.String(), N: n, Run: run, Warmup: run == 0}
 	defer func() {
 		if err != nil && res.Error == "" {
 			res.Error = err.Error()
@@ -335,7 +335,7 @@ func (c Burst) burstOnce(ctx context.Context, a Arm, b budget.Budget, n, run int
 		cpu, thr, peak := u.CPUSeconds*1000, u.ThrottledSeconds*1000, u.MemPeakBytes
 		res.GroupCPUMs, res.GroupThrottledMs, res.GroupMemPeakBytes = &cpu, &thr, &peak
 	}
-	err = c.collect(ctx, &res, a, b, members, g, record)
+	err = c.collect(ctx, &res, a, b, members, g, onRecord)
 	return res, err
 }
 
@@ -343,7 +343,7 @@ func (c Burst) burstOnce(ctx context.Context, a Arm, b budget.Budget, n, run int
 // burst's error: the first instance's that is not a cancellation the
 // burst itself made, named as the group's memory limit's when that was
 // met.
-func (c Burst) collect(ctx context.Context, res *results.Burst, a Arm, b budget.Budget, ms []*member, g *budget.Group, record func(string, any) error) error {
+func (c Burst) collect(ctx context.Context, res *record.Burst, a Arm, b budget.Budget, ms []*member, g *budget.Group, onRecord func(string, any) error) error {
 	var first time.Time
 	for _, m := range ms {
 		if m.inst != nil && (first.IsZero() || m.inst.T0().Before(first)) {
@@ -380,7 +380,7 @@ func (c Burst) collect(ctx context.Context, res *results.Burst, a Arm, b budget.
 				firstErr = err
 			}
 		}
-		if err := record(results.BurstInstanceKind, m.rec); err != nil && firstErr == nil {
+		if err := onRecord(record.BurstInstanceKind, m.rec); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("record burst instance: %w", err)
 		}
 	}
@@ -394,7 +394,7 @@ func (c Burst) collect(ctx context.Context, res *results.Burst, a Arm, b budget.
 		}
 		return firstErr
 	}
-	q := results.Quantiles(times, 0.99, 1)
+	q := record.Quantiles(times, 0.99, 1)
 	res.P50Ms, res.P99Ms, res.MaxMs = median(times), q[0], q[1]
 	res.AllReadyMs = slices.Max(last)
 	return nil

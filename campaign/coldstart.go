@@ -17,7 +17,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
-	results "github.com/coldstart-go/coldstart/record"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // ColdStart configures a cold-start campaign.
@@ -103,7 +103,7 @@ type Noise struct {
 }
 
 // Summary is one arm under one budget (record.Summary).
-type Summary = results.Summary
+type Summary = record.Summary
 
 // MinAutoRuns is the fewest counted rounds a campaign with Precision runs:
 // the smallest sample whose median has a 95% interval.
@@ -150,13 +150,13 @@ func (s Stop) String() string {
 // Run measures every arm under every budget: one warm-up round (run 0,
 // recorded but not counted), then Runs rounds with the arms interleaved
 // (A B C A B C ...); with Precision, rounds until the medians are known
-// that well (see Precision). record gets every sample as soon as it is
+// that well (see Precision). onSample gets every sample as soon as it is
 // taken, so a results file keeps what was measured when the campaign is
 // interrupted. A probe that fails ends the campaign with its error (its
 // sample, with the error, is recorded first); with Precision, an
 // interrupted campaign returns the summaries of the rounds it finished,
 // with the context's error.
-func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([]Summary, error) {
+func (c ColdStart) Run(ctx context.Context, onSample func(prober.Sample) error) ([]Summary, error) {
 	auto := c.Precision > 0
 	switch {
 	case auto && c.Runs != 0:
@@ -219,7 +219,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 				}
 				s, err := c.probeOnce(ctx, a, b, checker, all, run == 0)
 				s.Run, s.Warmup = run, run == 0
-				if rerr := record(s); rerr != nil {
+				if rerr := onSample(s); rerr != nil {
 					return nil, fmt.Errorf("record sample: %w", rerr)
 				}
 				prog.Step(fmt.Sprintf("run %d/%d  %-8s %-12s %s", run, last, a.Name, b, progressNote(s, err)))
@@ -284,7 +284,7 @@ func (c ColdStart) Run(ctx context.Context, record func(prober.Sample) error) ([
 	var out []Summary
 	for _, b := range budgets {
 		for _, a := range c.Arms {
-			sum := results.SummarizeAt(samples[key{a.Name, b.String()}], conf)
+			sum := record.SummarizeAt(samples[key{a.Name, b.String()}], conf)
 			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
 			pcpus := c.ProberCPUs
 			if pcpus == nil {

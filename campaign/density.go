@@ -12,7 +12,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
-	results "github.com/coldstart-go/coldstart/record"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Density configures a density measurement: N idle instances of each arm
@@ -34,14 +34,14 @@ type Density struct {
 
 // DensityRow is one arm's memory with Instances idle instances running
 // (record.DensityRow).
-type DensityRow = results.DensityRow
+type DensityRow = record.DensityRow
 
 // DensitySample is one instance's memory, a raw row (record.DensitySample).
-type DensitySample = results.DensitySample
+type DensitySample = record.DensitySample
 
 // Run starts the instances of one arm at a time, waits until all answer,
 // lets them settle, reads each one's memory, and stops them all.
-func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]DensityRow, error) {
+func (d Density) Run(ctx context.Context, onSample func(DensitySample) error) ([]DensityRow, error) {
 	if d.Instances <= 0 {
 		return nil, fmt.Errorf("instances: %d, want at least 1", d.Instances)
 	}
@@ -54,7 +54,7 @@ func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]D
 	defer prog.Done() // before the caller prints results or the error
 	var rows []DensityRow
 	for _, a := range d.Arms {
-		row, err := d.arm(ctx, a, checker, prog, record)
+		row, err := d.arm(ctx, a, checker, prog, onSample)
 		if err != nil {
 			return rows, err
 		}
@@ -63,7 +63,7 @@ func (d Density) Run(ctx context.Context, record func(DensitySample) error) ([]D
 	return rows, nil
 }
 
-func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog progress.Reporter, record func(DensitySample) error) (DensityRow, error) {
+func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog progress.Reporter, onSample func(DensitySample) error) (DensityRow, error) {
 	row := DensityRow{Arm: a.Name, Budget: d.Budget.String(), Instances: d.Instances, SizeBytes: a.SizeBytes}
 	var insts []launch.Instance
 	var cleanups []func()
@@ -121,7 +121,7 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog pr
 			return row, fmt.Errorf("%s instance %d: %w", a.Name, i+1, err)
 		}
 		s := DensitySample{Arm: a.Name, Budget: row.Budget, Instance: i + 1, PID: in.PID(), RSSBytes: m.RSS, PSSBytes: m.PSS, PSSAnonBytes: m.Anon}
-		if err := record(s); err != nil {
+		if err := onSample(s); err != nil {
 			return row, fmt.Errorf("record sample: %w", err)
 		}
 		pss, anon, rss = append(pss, float64(m.PSS)), append(anon, float64(m.Anon)), append(rss, float64(m.RSS))
@@ -134,7 +134,7 @@ func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog pr
 		lo, hi := int64(m.Low), int64(m.High)
 		row.PSSCILowBytes, row.PSSCIHighBytes = &lo, &hi
 	}
-	row.PSSAnonBytes = int64(results.Quantiles(anon, 0.5)[0])
-	row.RSSBytes = int64(results.Quantiles(rss, 0.5)[0])
+	row.PSSAnonBytes = int64(record.Quantiles(anon, 0.5)[0])
+	row.RSSBytes = int64(record.Quantiles(rss, 0.5)[0])
 	return row, nil
 }

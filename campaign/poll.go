@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	results "github.com/coldstart-go/coldstart/record"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // PollInterval is a platform's readiness-poll period.
@@ -77,7 +77,7 @@ func presetNames() string {
 }
 
 // Poll is what a polling platform would have seen (record.Poll).
-type Poll = results.Poll
+type Poll = record.Poll
 
 // PollSeen applies a platform's rule to one cold start: polls start at
 // k·interval from spawn (k = 0, 1, ...); a poll succeeds if it starts once
@@ -91,7 +91,7 @@ func PollSeen(readyMs, pollMs float64, interval time.Duration) float64 {
 }
 
 // Polled summarizes the samples for each interval (nil when there are none).
-func Polled(ss []results.Sample, ivs []PollInterval) []Poll {
+func Polled(ss []record.Sample, ivs []PollInterval) []Poll {
 	var out []Poll
 	for _, iv := range ivs {
 		var poll, trueMs, seen, delay, share []float64
@@ -109,11 +109,11 @@ func Polled(ss []results.Sample, ivs []PollInterval) []Poll {
 		}
 		p := Poll{Name: iv.Name, IntervalMs: float64(iv.Interval) / float64(time.Millisecond)}
 		if len(seen) > 0 {
-			p.PollMs = results.Quantiles(poll, 0.5)[0]
-			p.TrueMs = results.Quantiles(trueMs, 0.5)[0]
-			p.SeenMs = results.Quantiles(seen, 0.5)[0]
-			p.DelayMs = results.Quantiles(delay, 0.5)[0]
-			p.SharePct = results.Quantiles(share, 0.5)[0]
+			p.PollMs = record.Quantiles(poll, 0.5)[0]
+			p.TrueMs = record.Quantiles(trueMs, 0.5)[0]
+			p.SeenMs = record.Quantiles(seen, 0.5)[0]
+			p.DelayMs = record.Quantiles(delay, 0.5)[0]
+			p.SharePct = record.Quantiles(share, 0.5)[0]
 		}
 		out = append(out, p)
 	}
@@ -121,7 +121,7 @@ func Polled(ss []results.Sample, ivs []PollInterval) []Poll {
 }
 
 // PollRow is one arm, budget and platform interval (record.PollRow).
-type PollRow = results.PollRow
+type PollRow = record.PollRow
 
 // PollRows flattens the summaries' polls into rows (record.PollRows).
-func PollRows(sums []Summary) []PollRow { return results.PollRows(sums) }
+func PollRows(sums []Summary) []PollRow { return record.PollRows(sums) }

@@ -33,9 +33,9 @@ const (
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histLow, histHigh, histSig) }
 
-// record adds one latency, clamped into the histogram's range so that no
+// observe adds one latency, clamped into the histogram's range so that no
 // value is silently dropped.
-func record(h *hdrhistogram.Histogram, d time.Duration) {
+func observe(h *hdrhistogram.Histogram, d time.Duration) {
 	v := int64(d)
 	if v < histLow {
 		v = histLow
@@ -136,7 +136,7 @@ func closedLoop(ctx context.Context, callers []caller, calls int64, d time.Durat
 				}
 				n++
 				if h != nil {
-					record(h, lat)
+					observe(h, lat)
 				}
 			}
 			counts[i] = n
@@ -229,8 +229,8 @@ func openLoop(ctx context.Context, callers []caller, rate float64, d time.Durati
 				}
 				count++
 				last = done
-				record(lat[i], done-at)
-				record(svc[i], done-sent)
+				observe(lat[i], done-at)
+				observe(svc[i], done-sent)
 			}
 			counts[i], lastDone[i] = count, last
 		}(i, c)

@@ -1,27 +1,27 @@
 package steady
 
-import results "github.com/coldstart-go/coldstart/record"
+import "github.com/coldstart-go/coldstart/record"
 
 // The rows steady writes are defined once, in package record, so that
 // reading results (package report) needs none of steady's load, launch or
 // cgroup code. These are their names here.
 type (
 	// Row is one measured step (record.SteadyRow).
-	Row = results.SteadyRow
+	Row = record.SteadyRow
 	// RoundStats are a step row's figures over its rounds.
-	RoundStats = results.RoundStats
+	RoundStats = record.RoundStats
 	// Interval is a median's confidence interval over rounds.
-	Interval = results.Interval
+	Interval = record.Interval
 	// SoakRow is one interval of a soak.
-	SoakRow = results.SoakRow
+	SoakRow = record.SoakRow
 	// SoakSummary is a soak's trends and verdict.
-	SoakSummary = results.SoakSummary
+	SoakSummary = record.SoakSummary
 	// Trend is the slope of one soak metric over time.
-	Trend = results.Trend
+	Trend = record.Trend
 	// Protocol is how the load reaches the server.
-	Protocol = results.Protocol
+	Protocol = record.Protocol
 	// Scenario names one kind of step.
-	Scenario = results.Scenario
+	Scenario = record.Scenario
 	// Client is the gRPC client library a gRPC step uses.
-	Client = results.Client
+	Client = record.Client
 )

@@ -14,16 +14,16 @@ import (
 	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
-	results "github.com/coldstart-go/coldstart/record"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Campaign runs the cold-start campaign of c with GODEBUG=inittrace=1 in
 // every server's environment and its stderr read as it comes, keeping going
-// past arms that fail. record gets every traced cold start as it is taken.
+// past arms that fail. onTrace gets every traced cold start as it is taken.
 // It returns the traces and the campaign's summaries; err joins the arms
 // that failed (their traces are kept: a server that exits after its inits
 // still shows them).
-func Campaign(ctx context.Context, c campaign.ColdStart, record func(results.Trace) error) ([]results.Trace, []campaign.Summary, error) {
+func Campaign(ctx context.Context, c campaign.ColdStart, onTrace func(record.Trace) error) ([]record.Trace, []campaign.Summary, error) {
 	tracers := map[string]*tracer{}
 	arms := make([]campaign.Arm, len(c.Arms))
 	for i, a := range c.Arms {
@@ -36,15 +36,15 @@ func Campaign(ctx context.Context, c campaign.ColdStart, record func(results.Tra
 	}
 	c.Arms = arms
 	c.KeepGoing = true
-	var traces []results.Trace
-	sums, err := c.Run(ctx, func(s results.Sample) error {
+	var traces []record.Trace
+	sums, err := c.Run(ctx, func(s record.Sample) error {
 		var col *explain.Collector
 		if t := tracers[s.Arm]; t != nil {
 			col = t.take()
 		}
 		tr := explain.NewTrace(s, col)
 		traces = append(traces, tr)
-		return record(tr)
+		return onTrace(tr)
 	})
 	if err != nil {
 		err = stripped{err}
