@@ -83,7 +83,7 @@ step "$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs 10 -experiments aa,upx,sl
 step "$bin/coldstart" pull --arms static,upx --bandwidth 10Mbit,100Mbit,1Gbit --compression gzip,zstd \
 	--layers single,split -n "$PULL_RUNS" --results-dir "$out"
 
-# The start arms (issue 16): prebound and snapshot beside the builds they
+# The start arms: prebound and snapshot beside the builds they
 # start, their density, the JVM server (examples/jvm, compiled here) default
 # vs snapshot over HTTP, and what criu's kernel-feature cache is worth.
 step "$bin/coldstart" run -n "$RUNS" --arms default,static,prebound,snapshot --snapshot-warmup 100 \
@@ -93,20 +93,20 @@ javac -d "$bin/jvm" examples/jvm/Echo.java
 step "$bin/coldstart" run -n "$RUNS" --bin "$(readlink -f "$(command -v java)")" --arms default,snapshot \
 	--snapshot-warmup 100 --probe http:///healthz --results-dir "$out" -- -XX:-UsePerfData -cp "$bin/jvm" Echo
 step "$bin/criukdat" -n "$RUNS" -results-dir "$out"
-# The soak (issue 18): one open-loop rate held for SOAK, the server on CPU 0
+# The soak: one open-loop rate held for SOAK, the server on CPU 0
 # and the lean generator on CPU 1; the report plots it and says stable or
 # drifting.
 step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interval 1m --rate 1000 \
 	--pin-server 0 --pin-generator 1 --results-dir "$out"
-# Where the start goes (issue 15): per-package init and the phases, traced
+# Where the start goes: per-package init and the phases, traced
 # runs kept apart from the timed ones above.
 step "$bin/coldstart" explain -n "$RUNS" --arms default,static,upx --results-dir "$out"
-# Scale-from-zero on a real single-node Knative (issue 14), with KNATIVE=1:
+# Scale-from-zero on a real single-node Knative, with KNATIVE=1:
 # opt-in, as root, the first build of the stack takes ~30 min (cached after).
 if [ -n "${KNATIVE:-}" ]; then
 	step env RESULTS_DIR="$out" bash scripts/knative-e2e.sh
 fi
-# The load generators side by side on one pinned server (issue 18); their
+# The load generators side by side on one pinned server; their
 # rows are bench/README.md's table, not the report's, so they go straight
 # to results/ (with their own provenance) rather than into the report's files.
 step bash bench/generators.sh -results-dir results

@@ -25,11 +25,11 @@ var apply = func(ctx context.Context, r io.Reader, root string) error {
 }
 
 // escapes are hostile layers; HOST stands for the sentinel tree's path.
-// The first two are the escapes issue 20 found in prober's hand-written
-// untar: a hard link made through a symlink the layer placed (the host
-// file was linked into the root and chowned to the header's owner), and a
-// regular file whose own name is such a symlink (the host file's content
-// was replaced).
+// The first two are the escapes a hand-written untar is open to when it
+// resolves names on the host: a hard link made through a symlink the layer
+// placed (the host file would be linked into the root and chowned to the
+// header's owner), and a regular file whose own name is such a symlink (the
+// host file's content would be replaced).
 var escapes = []struct {
 	name    string
 	entries []entry
@@ -116,8 +116,8 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
-// TestEscapesStayInside checks where the two escapes of issue 20 land
-// instead: inside the root, as the container would see them.
+// TestEscapesStayInside checks where the first two escapes land instead:
+// inside the root, as the container would see them.
 func TestEscapesStayInside(t *testing.T) {
 	h := newHostTree(t)
 	// The host path, recreated inside the root: the hard link's target as

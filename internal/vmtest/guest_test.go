@@ -125,8 +125,9 @@ var coldstartSteps = []Step{
 		Name: "coldstart-run",
 		Argv: []string{"/bin/coldstart", "run", "--prebuilt", "/arms", "--arms", "default,static",
 			"--budget", "cores=0.5;mem=64Mi", "-n", "3", "--results-dir", "/results",
-			// Emulated, half a core, on a busy host: one warm-up start
-			// took 26 s (the first exec pages in the whole binary).
+			// Emulated, half a core, on a busy host: a warm-up start
+			// can take tens of seconds (the first exec pages in the
+			// whole binary), hence --timeout 2m.
 			"--timeout", "2m"},
 		Dir: "/tmp", Timeout: 6 * time.Minute,
 	},
@@ -208,8 +209,8 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 	b.testserver = filepath.Join(dir, "testserver")
 	goCmd(t, "build", "-o", b.testserver, "./internal/testservers/testserver")
 	// coldstart as the rest of the suite builds it (cgo on: its compiled
-	// packages are in the build cache already; a CGO_ENABLED=0 build of
-	// its dependencies took 9 minutes here); AddBinary brings libc along.
+	// packages are in the build cache already, where a CGO_ENABLED=0 build
+	// would compile every dependency again); AddBinary brings libc along.
 	b.coldstart = filepath.Join(dir, "coldstart")
 	// -buildvcs=auto: the results' provenance names the commit (the guest
 	// has no git to ask), also where GOFLAGS turns stamping off.
