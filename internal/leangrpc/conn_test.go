@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -393,23 +395,130 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 // TestKeepalivePings: a grpc-go server that pings an idle client every
-// 50 ms and closes the connection when a ping goes unanswered for 100 ms
-// still answers after a second: the client acks PINGs.
+// second (grpc-go's shortest keepalive time) and closes the connection when
+// a ping goes unanswered for 100 ms sees its keepalive PINGs acked and
+// still answers after them.
 func TestKeepalivePings(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits a second")
+		t.Skip("waits two keepalive intervals, 2 s")
 	}
-	addr := serve(t, "tcp", grpc.KeepaliveParams(keepalive.ServerParameters{Time: 50 * time.Millisecond, Timeout: 100 * time.Millisecond}))
-	lc := dial(t, "tcp", addr)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &pingCounter{Listener: lis, acked: make(chan struct{}, 1000)}
+	srv := grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Second, Timeout: 100 * time.Millisecond}))
+	echopb.RegisterEchoServer(srv, scripted{})
+	go srv.Serve(pc)
+	t.Cleanup(srv.Stop)
+	lc := dial(t, "tcp", lis.Addr().String())
 	ctx := context.Background()
 	u := lc.NewUnary("/coldstart.echo.v1.Echo/Echo", pb(t, []byte("a")))
 	if _, err := u.Call(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
-	if _, err := u.Call(ctx); err != nil {
-		t.Fatalf("call after a second of server pings: %v", err)
+	// Idle now: the server pings once a second. Each ack answers a ping
+	// that would have closed the connection unanswered; the second shows
+	// the connection outlived the first interval.
+	const want = 2
+	timeout := time.After(10 * time.Second)
+	for i := 0; i < want; i++ {
+		select {
+		case <-pc.acked:
+		case <-timeout:
+			t.Fatalf("after 10 s the client had acked %d keepalive PINGs of the server's %d, want %d",
+				pc.acks.Load(), pc.pings.Load(), want)
+		}
 	}
+	if _, err := u.Call(ctx); err != nil {
+		t.Fatalf("call after %d acked keepalive PINGs: %v", want, err)
+	}
+	if p, a := pc.pings.Load(), pc.acks.Load(); a > p {
+		t.Errorf("client acked %d keepalive PINGs, server sent %d", a, p)
+	}
+}
+
+// pingCounter is a listener whose connections count grpc-go's keepalive
+// PINGs (8 zero bytes of data; its BDP and GOAWAY pings carry their own)
+// as the server writes them and the client's acks of them as the server
+// reads them, by parsing each direction's HTTP/2 frames.
+type pingCounter struct {
+	net.Listener
+	pings, acks atomic.Int64
+	acked       chan struct{} // a value per ack
+}
+
+func (pc *pingCounter) Accept() (net.Conn, error) {
+	c, err := pc.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	fc := &framedConn{Conn: c}
+	fc.in = pc.frames(true, func() {
+		pc.acks.Add(1)
+		select {
+		case pc.acked <- struct{}{}:
+		default:
+		}
+	})
+	fc.out = pc.frames(false, func() { pc.pings.Add(1) })
+	return fc, nil
+}
+
+// frames returns a pipe whose bytes are parsed as HTTP/2 frames (after the
+// client's preface when fromClient), calling seen for each keepalive PING
+// that is an ack (fromClient) or not (from the server).
+func (pc *pingCounter) frames(fromClient bool, seen func()) *io.PipeWriter {
+	pr, pw := io.Pipe()
+	go func() {
+		if fromClient {
+			if _, err := io.ReadFull(pr, make([]byte, len(http2.ClientPreface))); err != nil {
+				pr.CloseWithError(err)
+				return
+			}
+		}
+		fr := http2.NewFramer(io.Discard, pr)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				pr.CloseWithError(err) // later writes fail rather than block
+				return
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() == fromClient && p.Data == [8]byte{} {
+				seen()
+			}
+		}
+	}()
+	return pw
+}
+
+// framedConn copies what the server reads (in) and writes (out) to its
+// frame parsers.
+type framedConn struct {
+	net.Conn
+	in, out *io.PipeWriter
+}
+
+func (c *framedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.in.Write(p[:n])
+	}
+	return n, err
+}
+
+func (c *framedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.out.Write(p[:n])
+	}
+	return n, err
+}
+
+func (c *framedConn) Close() error {
+	c.in.Close()
+	c.out.Close()
+	return c.Conn.Close()
 }
 
 func TestCancel(t *testing.T) {
