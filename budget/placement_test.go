@@ -577,7 +577,8 @@ func TestCleanup(t *testing.T) {
 			if err := pl.Start(cmd); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			// Closed once the shell has forked its background sleep.
+			gc := firstChild(t, cmd.Process.Pid)
 			if err := pl.Close(); err != nil {
 				t.Fatalf("Close with the child running: %v", err)
 			}
@@ -585,6 +586,19 @@ func TestCleanup(t *testing.T) {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Errorf("child after Close: %v, want killed by SIGKILL", err)
+			}
+			// The grandchild, reparented, is gone or a zombie once reaped
+			// by whoever inherited it.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", gc))
+				if err != nil || strings.Contains(string(b), ") Z ") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("grandchild %d still runs 5 s after Close: %s", gc, b)
+					syscall.Kill(gc, syscall.SIGKILL)
+					break
+				}
 			}
 		}, true},
 	}
@@ -903,5 +917,28 @@ func TestConcurrentPlacements(t *testing.T) {
 	}
 	if after := ours(t); len(after) != len(before) {
 		t.Errorf("cgroups left behind: before %v, after %v", before, after)
+	}
+}
+
+// firstChild waits until pid has a child and returns it, failing the test
+// after 10 s.
+func firstChild(t *testing.T, pid int) int {
+	t.Helper()
+	path := fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("children of %d: %v", pid, err)
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			child, err := strconv.Atoi(f[0])
+			if err != nil {
+				t.Fatalf("%s: %q: %v", path, b, err)
+			}
+			return child
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d forked no child within 10 s", pid)
+		}
 	}
 }

@@ -216,15 +216,14 @@ func TestColdStartInterruptReapsServer(t *testing.T) {
 	var pids []int
 	arm := selfArm("sleepy", "never-ready")
 	arm.Launcher = recordPIDs{&pids}
+	// Cancelled once the server has answered "not ready": up, never ready.
+	notReady := &onAnswer{Checker: prober.Health{}, answered: make(chan struct{})}
 	go func() {
-		for len(snapshot(&pids)) == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(100 * time.Millisecond)
+		<-notReady.answered
 		cancel()
 	}()
 	var got []prober.Sample
-	c := ColdStart{Arms: []Arm{arm}, Runs: 1}
+	c := ColdStart{Arms: []Arm{arm}, Runs: 1, Checker: notReady}
 	_, err := c.Run(ctx, func(s prober.Sample) error { got = append(got, s); return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
@@ -237,6 +236,22 @@ func TestColdStartInterruptReapsServer(t *testing.T) {
 			t.Errorf("server pid %d still exists after interrupt (kill 0: %v)", pid, err)
 		}
 	}
+}
+
+// onAnswer is a Checker that closes answered the first time the server
+// answers a check (ready or not).
+type onAnswer struct {
+	prober.Checker
+	once     sync.Once
+	answered chan struct{}
+}
+
+func (c *onAnswer) Check(ctx context.Context, t prober.Target) (prober.Answer, error) {
+	a, err := c.Checker.Check(ctx, t)
+	if err == nil && a.Answered {
+		c.once.Do(func() { close(c.answered) })
+	}
+	return a, err
 }
 
 var pidMu sync.Mutex

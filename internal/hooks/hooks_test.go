@@ -139,13 +139,22 @@ func TestCampaign(t *testing.T) {
 	// The campaign is interrupted in the middle of a prepare: the prepare
 	// is killed, and End still runs the cleanup.
 	ctx, cancel := context.WithCancel(context.Background())
-	hang := Config{Prepare: "sleep 60", Cleanup: cfg.Cleanup, Record: cfg.Record}
+	started := filepath.Join(marks, "hang-started")
+	hang := Config{Prepare: "touch " + started + "; sleep 60", Cleanup: cfg.Cleanup, Record: cfg.Record}
 	c2, err := Begin(context.Background(), hang)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir2 := c2.TmpDir()
-	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	go func() {
+		// Cancelled once the prepare runs: in its middle, not before it.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+		}
+		cancel()
+	}()
 	if err := c2.Prepare(ctx, "upx", map[string]string{"port": "3"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled prepare: %v, want context.Canceled", err)
 	}

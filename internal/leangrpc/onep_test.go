@@ -89,7 +89,18 @@ func TestLoneCallSlow(t *testing.T) {
 		_, err := lc.NewUnary("/coldstart.echo.v1.Echo/Echo", pb(t, []byte("sleep:1m"))).Call(context.Background())
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the call is waiting
+	// Closed once the call is in progress: its stream is open.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		lc.mu.Lock()
+		open := len(lc.streams)
+		lc.mu.Unlock()
+		if open == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the connection has %d streams open, want the sleeping call's", open)
+		}
+	}
 	lc.Close()
 	select {
 	case err := <-done:

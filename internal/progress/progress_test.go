@@ -109,7 +109,12 @@ func TestTerminalBar(t *testing.T) {
 	term.Write([]byte("built default\n")) // no bar yet: straight through
 	term.Start(4, "cold starts")
 	term.Step("run 0/1  default  max          4.31 ms  3 attempts (warm-up, not counted)")
-	time.Sleep(50 * time.Millisecond) // a few redraws, at 10ms
+	// Written once the bar has redrawn over its first frame (every 10 ms).
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(buf.String(), "\x1b[1A"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the bar did not redraw within 10 s:\n%q", buf.String())
+		}
+	}
 	term.Write([]byte("coldstart: a no"))
 	term.Write([]byte("te\n"))
 	term.Step("run 0/1  static   max          3.90 ms  2 attempts (warm-up, not counted)")
