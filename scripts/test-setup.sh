@@ -6,6 +6,8 @@
 #   qemu-system-x86  - internal/vmtest boots pure cgroup v2 guests under TCG
 #                      (the guest kernels come from scripts/vm-kernel.sh)
 #   chromium         - the HTML report opened in a real browser
+#   crun             - the image arm's other runtime (--runtime crun; it runs
+#                      in the cgroup v2 guests, not on a v1 hybrid host)
 #   rsvg-convert     - librsvg2-bin: every generated plot rendered and checked
 #                      for text outside its canvas
 #   criu             - 4.2.1 built from Debian's source package (the snapshot
@@ -23,6 +25,7 @@ command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 command -v tmux >/dev/null 2>&1 || need+=(tmux) # a real terminal for the progress bar test
+command -v crun >/dev/null 2>&1 || need+=(crun) # the image arm's other runtime (--runtime crun)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql) # examples/withdb's database; not on PATH
 if [ ${#need[@]} -eq 0 ]; then
 	echo "test-setup: javac, qemu, chromium and rsvg-convert are present" >&2

@@ -61,7 +61,10 @@ func TestCgroupV2Guest(t *testing.T) {
 				if bins.runc != "" {
 					plan.Steps = append(plan.Steps, runcRootlessStep)
 				}
-				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl", "/results-detach/*.jsonl", "/tmp/results-user/*.jsonl"}
+				if bins.crun != "" {
+					plan.Steps = append(plan.Steps, crunStep)
+				}
+				plan.Export = []string{"/results/*.jsonl", "/results-interrupted/*.jsonl", "/results-detach/*.jsonl", "/tmp/results-user/*.jsonl", "/results-crun/*.jsonl"}
 			}
 			writeInitramfs(t, img, bins, busybox, plan, withRun)
 			m := Machine{Kernel: k.Path, CPUs: 4, Timeout: 14 * time.Minute, SilenceTimeout: 4 * time.Minute, Console: &lineLog{t: t}, Verbose: true}
@@ -80,6 +83,9 @@ func TestCgroupV2Guest(t *testing.T) {
 			checkGoTestOutput(t, o.Console, guestBudgetTests)
 			if withRun {
 				checkColdstartResults(t, o)
+				if bins.crun != "" {
+					checkCrunResults(t, o)
+				}
 			}
 		})
 	}
@@ -165,6 +171,55 @@ var runcRootlessStep = Step{
 	Dir: "/tmp", Timeout: 3 * time.Minute, User: userUID,
 }
 
+// crunStep measures the image arm under runc and under crun side by side,
+// interleaved, in one quota: a v1 hybrid host (this project's) refuses
+// crun, a pure v2 guest does not. The guest's root is its initramfs:
+// both get --no-pivot without being told (launch.Runc).
+var crunStep = Step{
+	Name: "coldstart-crun",
+	Argv: []string{"/bin/coldstart", "run", "--image", "echo=/image/echo.image.tar", "--runtime", "runc,crun",
+		"--budget", "cores=1", "-n", "5", "--results-dir", "/results-crun", "--timeout", "2m"},
+	Dir: "/tmp", Timeout: 6 * time.Minute,
+}
+
+// checkCrunResults checks crunStep's campaign: both runtimes' arms, every
+// sample answered, in a cgroup of the budget's.
+func checkCrunResults(t *testing.T, o *Outcome) {
+	t.Helper()
+	var data []byte
+	for name, d := range o.Files {
+		if strings.HasPrefix(name, "/results-crun/") {
+			data = d
+		}
+	}
+	if data == nil {
+		t.Fatal("the crun step exported no results file")
+	}
+	samples := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var s struct {
+			Kind, Arm, Error string
+			MedianMs         float64 `json:"median_ms"`
+			Runs             int
+		}
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("crun results line %q: %v", l, err)
+		}
+		switch s.Kind {
+		case "sample":
+			if s.Error != "" {
+				t.Errorf("%s sample: %s", s.Arm, s.Error)
+			}
+			samples[s.Arm]++
+		case "summary":
+			t.Logf("guest summary: %-10s runs %d  median %.1f ms", s.Arm, s.Runs, s.MedianMs)
+		}
+	}
+	if samples["echo"] != 6 || samples["echo-crun"] != 6 {
+		t.Errorf("samples per arm %v, want 6 (warm-up and 5 runs) for echo (runc) and echo-crun", samples)
+	}
+}
+
 // guestTools finds qemu, the kernels and busybox, or skips (fails where
 // COLDSTART_REQUIRE lists vm) saying how to get them.
 func guestTools(t *testing.T) (string, []Kernel, string) {
@@ -197,6 +252,8 @@ type guestBinaries struct {
 	// and image the static arm as an image tarball, for the image arm
 	// through rootless runc.
 	runc, launchTest, image string
+	// crun is the host's crun ("" = none), run on the same image.
+	crun string
 }
 
 // buildGuestBinaries builds the guest's /init and the budget tests as
@@ -236,6 +293,11 @@ func buildGuestBinaries(t *testing.T, dir string) guestBinaries {
 			t.Fatal(err)
 		}
 		b.image = img.Tarball
+		if p, err := exec.LookPath("crun"); err == nil {
+			b.crun = p
+		} else if require.Required(require.Crun) {
+			t.Fatalf("crun not installed (sudo scripts/test-setup.sh installs it): %v", err)
+		}
 	}
 	return b
 }
@@ -307,6 +369,9 @@ func writeInitramfs(t *testing.T, file string, b guestBinaries, busybox string, 
 			add(r.AddBinary("/bin/runc", b.runc))
 			add(r.AddFile("/bin/launch.test", b.launchTest, 0o755))
 			add(r.AddFile("/image/echo.image.tar", b.image, 0o644))
+		}
+		if b.crun != "" {
+			add(r.AddBinary("/bin/crun", b.crun))
 		}
 	}
 	raw, err := json.Marshal(plan)
