@@ -8,6 +8,7 @@
 #   chromium         - the HTML report opened in a real browser
 #   crun             - the image arm's other runtime (--runtime crun; it runs
 #                      in the cgroup v2 guests, not on a v1 hybrid host)
+#   podman           - a real container engine for --runtime podman
 #   rsvg-convert     - librsvg2-bin: every generated plot rendered and checked
 #                      for text outside its canvas
 #   criu             - 4.2.1 built from Debian's source package (the snapshot
@@ -26,6 +27,7 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 command -v tmux >/dev/null 2>&1 || need+=(tmux) # a real terminal for the progress bar test
 command -v crun >/dev/null 2>&1 || need+=(crun) # the image arm's other runtime (--runtime crun)
+command -v podman >/dev/null 2>&1 || need+=(podman) # a real engine for --runtime podman
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql) # examples/withdb's database; not on PATH
 if [ ${#need[@]} -eq 0 ]; then
 	echo "test-setup: javac, qemu, chromium and rsvg-convert are present" >&2

@@ -23,7 +23,10 @@ const (
 	// Crun is Debian's crun, the image arm's other runtime
 	// (scripts/test-setup.sh installs it).
 	Crun = "crun"
-	Kube = "kube"
+	// Podman is Debian's podman, a real engine for --runtime podman
+	// (scripts/test-setup.sh installs it).
+	Podman = "podman"
+	Kube   = "kube"
 	// CRIU is criu ≥ 4.2 passing `criu check` (the snapshot arm); JDK is
 	// javac and java (the JVM server of the snapshot tests).
 	CRIU = "criu"
