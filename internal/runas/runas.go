@@ -21,7 +21,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/internal/leftovers"
 )
 
@@ -174,18 +173,13 @@ func (s *Stage) Binary(path string) (string, error) {
 		return c, nil
 	}
 	if s.dir == "" {
-		// Named here and recorded before it exists, so that a run killed
-		// with SIGKILL leaves it to the next run's sweep (coldstart clean).
-		d := filepath.Join(TempDir(), "coldstart-bin-"+budget.NewID())
-		forget, err := leftovers.Add(leftovers.Entry{Kind: leftovers.Dir, Path: d})
+		// Recorded before it exists, so that a run killed with SIGKILL
+		// leaves it to the next run's sweep (coldstart clean).
+		d, forget, err := leftovers.MkdirTemp(TempDir(), "coldstart-bin-")
 		if err != nil {
 			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
 		}
-		if err := os.Mkdir(d, 0o711); err != nil {
-			forget()
-			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
-		}
-		if err := os.Chmod(d, 0o711); err != nil { // past the umask
+		if err := os.Chmod(d, 0o711); err != nil { // the user may enter, not list
 			os.RemoveAll(d)
 			forget()
 			return "", fmt.Errorf("stage %s for uid %d: %w", path, s.u.UID, err)
