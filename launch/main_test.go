@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/coldstart-go/coldstart/internal/probetest"
+	"github.com/coldstart-go/coldstart/launch/launchtest"
 	"github.com/coldstart-go/coldstart/internal/testservers"
 )
 
@@ -23,10 +23,10 @@ func TestMain(m *testing.M) {
 	os.Exit(testservers.Run(m))
 }
 
-// The helpers the launch and prober tests share: internal/probetest.
+// The helpers the launch and prober tests share: launch/launchtest.
 var (
-	freeTCP   = probetest.FreeTCP
-	socketDir = probetest.SocketDir
-	waitReady = probetest.WaitReady
-	waitOpts  = probetest.WaitOptions
+	freeTCP   = launchtest.FreeTCP
+	socketDir = launchtest.SocketDir
+	waitReady = launchtest.WaitReady
+	waitOpts  = launchtest.WaitOptions
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coldstart-go/coldstart/internal/probetest"
+	"github.com/coldstart-go/coldstart/launch/launchtest"
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
@@ -33,10 +33,10 @@ func start(t *testing.T, bin string, target prober.Target, args ...string) launc
 	return inst
 }
 
-// The helpers the launch and prober tests share: internal/probetest.
+// The helpers the launch and prober tests share: launch/launchtest.
 var (
-	freeTCP   = probetest.FreeTCP
-	socketDir = probetest.SocketDir
-	waitReady = probetest.WaitReady
-	waitOpts  = probetest.WaitOptions
+	freeTCP   = launchtest.FreeTCP
+	socketDir = launchtest.SocketDir
+	waitReady = launchtest.WaitReady
+	waitOpts  = launchtest.WaitOptions
 )

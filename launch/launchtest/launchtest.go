@@ -1,7 +1,7 @@
-// Package probetest holds the helpers the launch and prober tests share: a
+// Package launchtest holds the helpers the launch and prober tests share: a
 // free TCP target, a short directory for Unix sockets, and a readiness
 // wait that checks the phases it records.
-package probetest
+package launchtest
 
 import (
 	"context"
