@@ -31,4 +31,7 @@ type Artifact struct {
 	// BuiltAt is when the artifact was built (RFC 3339, UTC); older than
 	// this run when Cached.
 	BuiltAt string `json:"built_at,omitempty"`
+	// Variant, on a variant's artifact (coldstart run --variant), is what
+	// it sets: the artifact is its arm's (Variant.Of), started so.
+	Variant
 }

@@ -50,8 +50,10 @@ type ExplainPhaseRow struct {
 	Packages    int      `json:"packages"` // packages whose init ran
 	// VsBaseline sets the counted runs' spawn → first RPC against the
 	// baseline arm's under the same budget: faster, slower or no
-	// difference detected.
+	// difference detected. A variant's is against its own arm's.
 	VsBaseline
+	// Variant is what makes the arm a variant (zero for any other).
+	Variant
 }
 
 // ExplainPackageRow is one package's init in one arm, ranked by median time.
@@ -133,6 +135,9 @@ type ExplainOptions struct {
 	Baseline string
 	// Modules is each arm's build info (missing = packages unattributed).
 	Modules map[string]Modules
+	// Variants are the arms that are variants, by name: each is compared
+	// against its own arm (Variant.Of), not Baseline.
+	Variants map[string]Variant
 }
 
 type group struct{ arm, budget string }
@@ -162,7 +167,7 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 		byGroup[g] = append(byGroup[g], t)
 	}
 	var r ExplainReport
-	base := ChooseBaseline(arms, o.Baseline)
+	bl := NewBaselines(arms, o.Baseline, func(a string) string { return o.Variants[a].Of })
 	for _, a := range arms {
 		if m, ok := o.Modules[a]; ok && m.Note != "" {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s arm: %s", a, m.Note))
@@ -177,16 +182,17 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 				continue
 			}
 			ph, notes := phaseRow(a, b, ts)
+			ph.Variant = o.Variants[a]
 			r.Phases = append(r.Phases, ph)
 			r.Notes = append(r.Notes, notes...)
 			pk, mods := packageRows(a, b, ts, o.Modules[a], o.Top)
 			r.Packages = append(r.Packages, pk...)
 			r.Modules = append(r.Modules, mods...)
 		}
-		r.Compare = append(r.Compare, compareArms(b, arms, base, byGroup, r.Packages, o.Top)...)
+		r.Compare = append(r.Compare, compareArms(b, arms, bl, byGroup, r.Packages, o.Top)...)
 	}
 	for i := range r.Phases {
-		r.Phases[i].VsBaseline = phaseVsBaseline(r.Phases[i], base, byGroup)
+		r.Phases[i].VsBaseline = phaseVsBaseline(r.Phases[i], bl.For(r.Phases[i].Arm), byGroup)
 	}
 	return r
 }
@@ -444,17 +450,18 @@ func moduleOf(mods Modules, pkg string) string {
 	return UnattributedModule
 }
 
-// compareArms compares each arm with base under budget b: the phase
-// slices, the init total, and the packages in any arm's top three. Nothing
-// when base was not traced under b.
-func compareArms(b string, arms []string, base string, byGroup map[group][]Trace, pkgs []ExplainPackageRow, top int) []ExplainCompareRow {
+// compareArms compares each arm with its baseline (bl: the baseline arm,
+// a variant's own arm) under budget b: the phase slices, the init total,
+// and the packages in any arm's top three. Nothing for an arm whose
+// baseline was not traced under b.
+func compareArms(b string, arms []string, bl Baselines, byGroup map[group][]Trace, pkgs []ExplainPackageRow, top int) []ExplainCompareRow {
 	var present []string
 	for _, a := range arms {
 		if len(counted(byGroup[group{a, b}])) > 0 || len(withInits(byGroup[group{a, b}])) > 0 {
 			present = append(present, a)
 		}
 	}
-	if len(present) < 2 || !slices.Contains(present, base) {
+	if len(present) < 2 {
 		return nil
 	}
 	var watch []string
@@ -490,7 +497,8 @@ func compareArms(b string, arms []string, base string, byGroup map[group][]Trace
 	}
 	var rows []ExplainCompareRow
 	for _, arm := range present {
-		if arm == base {
+		base := bl.For(arm)
+		if arm == base || !slices.Contains(present, base) {
 			continue
 		}
 		for _, w := range whats {

@@ -88,21 +88,22 @@ func ChooseBaseline(arms []string, want string) string {
 
 // CompareToBaseline fills each summary's VsBaseline on spawn → first RPC:
 // per budget, every arm's counted samples against the baseline's
-// (ChooseBaseline over the arms summarized, in order), paired by run: the
-// arms of a campaign run interleaved, one start each per round
+// (ChooseBaseline over the arms summarized, in order), a variant's
+// against its own arm's (Baselines), paired by run: the arms of a
+// campaign run interleaved, one start each per round
 // (NewVsBaselineRounds). samples are the
 // campaign's raw samples, warm-up and failed ones included (they are left
 // out here, as in Summarize). It returns the baseline chosen.
 func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence, minEffect float64) string {
 	var arms []string
-	seen := map[string]bool{}
+	of := map[string]string{}
 	for _, s := range sums {
-		if !seen[s.Arm] {
-			seen[s.Arm] = true
+		if _, ok := of[s.Arm]; !ok {
 			arms = append(arms, s.Arm)
 		}
+		of[s.Arm] = s.Variant.Of
 	}
-	base := ChooseBaseline(arms, want)
+	bl := NewBaselines(arms, want, func(a string) string { return of[a] })
 	times := map[[2]string]stats.Rounds{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" || s.FirstRPCMs <= 0 {
@@ -116,6 +117,7 @@ func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence
 	}
 	for i := range sums {
 		s := &sums[i]
+		base := bl.For(s.Arm)
 		if s.Arm == base {
 			s.VsBaseline = VsBaseline{Baseline: base, Verdict: VerdictBaseline}
 			continue
@@ -127,5 +129,5 @@ func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence
 		}
 		s.VsBaseline = NewVsBaselineRounds(base, xa, xb, stats.LessIsFaster, confidence, minEffect)
 	}
-	return base
+	return bl.Base
 }

@@ -29,8 +29,10 @@ type DensityRow struct {
 	SizeBytes     int64 `json:"size_bytes" render:"bytes"`
 	// VsBaseline sets PSS per instance against the baseline arm's under
 	// the same budget (CompareDensity): lower or higher, as memory is
-	// neither faster nor slower.
+	// neither faster nor slower. A variant's is against its own arm's.
 	VsBaseline
+	// Variant is what makes the arm a variant (zero for any other).
+	Variant
 }
 
 // DensitySample is one instance's memory, a raw row.
@@ -47,15 +49,18 @@ type DensitySample struct {
 // CompareDensity fills each row's VsBaseline on idle PSS per instance:
 // every arm's instances (samples, one per instance) against the
 // baseline's under the same budget, the baseline chosen by ChooseBaseline
-// over the rows' arms in order. It returns the baseline chosen.
+// over the rows' arms in order, a variant's its own arm (Baselines). It
+// returns the baseline chosen.
 func CompareDensity(rows []DensityRow, samples []DensitySample, want string, confidence, minEffect float64) string {
 	var arms []string
+	of := map[string]string{}
 	for _, r := range rows {
 		if !slices.Contains(arms, r.Arm) {
 			arms = append(arms, r.Arm)
 		}
+		of[r.Arm] = r.Variant.Of
 	}
-	base := ChooseBaseline(arms, want)
+	bl := NewBaselines(arms, want, func(a string) string { return of[a] })
 	pss := map[[2]string][]float64{}
 	for _, s := range samples {
 		if s.PSSBytes > 0 {
@@ -65,6 +70,7 @@ func CompareDensity(rows []DensityRow, samples []DensitySample, want string, con
 	}
 	for i := range rows {
 		r := &rows[i]
+		base := bl.For(r.Arm)
 		xa, xb := pss[[2]string{r.Arm, r.Budget}], pss[[2]string{base, r.Budget}]
 		switch {
 		case r.Arm == base:
@@ -75,5 +81,5 @@ func CompareDensity(rows []DensityRow, samples []DensitySample, want string, con
 			r.VsBaseline = NewVsBaseline(base, xa, xb, stats.Neutral, confidence, minEffect)
 		}
 	}
-	return base
+	return bl.Base
 }

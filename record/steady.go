@@ -112,6 +112,9 @@ type SteadyRow struct {
 	// round's own row and in rows without rounds (a ramp's).
 	VsBaseline
 	CPUVsBaseline
+	// Variant is what makes the arm a variant (zero for any other); its
+	// rows are set against its own arm's rounds.
+	Variant
 }
 
 // CPUVsBaseline is a step row's server CPU per call over its rounds
@@ -134,19 +137,22 @@ func (c CPUVsBaseline) Vs(baseline string) VsBaseline {
 
 // CompareSteady fills the VsBaseline and CPUVsBaseline of each step row
 // (CompareSteadyRow), the baseline ChooseBaseline over the rows' arms in
-// order, and returns the baseline chosen.
+// order, a variant's its own arm (Baselines), and returns the baseline
+// chosen.
 func CompareSteady(rows, rounds []SteadyRow, want string, confidence, minEffect float64) string {
 	var arms []string
+	of := map[string]string{}
 	for _, r := range rows {
 		if !slices.Contains(arms, r.Arm) {
 			arms = append(arms, r.Arm)
 		}
+		of[r.Arm] = r.Variant.Of
 	}
-	base := ChooseBaseline(arms, want)
+	bl := NewBaselines(arms, want, func(a string) string { return of[a] })
 	for i := range rows {
-		CompareSteadyRow(&rows[i], rounds, base, confidence, minEffect)
+		CompareSteadyRow(&rows[i], rounds, bl.For(rows[i].Arm), confidence, minEffect)
 	}
-	return base
+	return bl.Base
 }
 
 // CompareSteadyRow fills a step row's (Round 0) VsBaseline and

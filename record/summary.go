@@ -59,8 +59,10 @@ type Summary struct {
 	// first have seen the server ready (coldstart run --poll-interval).
 	Polls []Poll `json:"polls,omitempty" render:"-"`
 	// VsBaseline sets the median against the baseline arm's under the
-	// same budget (CompareToBaseline).
+	// same budget (CompareToBaseline); a variant's, against its own arm's.
 	VsBaseline
+	// Variant is what makes the arm a variant (zero for any other).
+	Variant
 }
 
 // Summarize reduces counted samples to medians and a range, at 95%
