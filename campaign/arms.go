@@ -51,6 +51,10 @@ type ArmsConfig struct {
 	// StartConfig.Base once the others are built (nil = none).
 	Start       []string
 	StartConfig StartConfig
+	// Variants are arms made from the others, once those are made (the
+	// start arms too): each one's binary started with more settings
+	// (AddVariants).
+	Variants []Variant
 }
 
 // Binary is a prebuilt binary measured as it is, as arm Name.
@@ -190,9 +194,11 @@ func BuildArms(ctx context.Context, c ArmsConfig) (Built, error) {
 		if sc.Transport == "" {
 			sc.Transport = c.Transport
 		}
-		return out, AddStartArms(ctx, &out, c.Start, sc)
+		if err := AddStartArms(ctx, &out, c.Start, sc); err != nil {
+			return out, err
+		}
 	}
-	return out, nil
+	return out, AddVariants(&out, c.Variants)
 }
 
 // RuntimeArm names the image arm started by runtime rt, the k-th of

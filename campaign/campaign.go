@@ -11,6 +11,7 @@ import (
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
+	results "github.com/coldstart-go/coldstart/record"
 )
 
 // Arm is one build of the server as the campaign starts it.
@@ -48,6 +49,9 @@ type Arm struct {
 	// the instance is about to listen (the --prepare hook); the start is
 	// timed from after it. Its error ends that start.
 	Prepare func(ctx context.Context, t prober.Target) error
+	// Variant, on a variant (AddVariants), is the arm it starts and what
+	// it adds; its rows carry it.
+	Variant results.Variant
 }
 
 // prepare runs a.Prepare before a start at t.

@@ -70,7 +70,9 @@ type ColdStart struct {
 	Noise func(Noise) error
 	// KeepGoing: an arm whose probe fails is left out of the later rounds
 	// and the others go on; Run returns their summaries with the failures
-	// joined (false = the first failure ends the campaign).
+	// joined (false = the first failure ends the campaign). A variant
+	// (Arm.Variant) is always left out so: a setting its server refuses
+	// fails it alone.
 	KeepGoing bool
 	// Polls are platform readiness-poll intervals whose delay each summary
 	// reports (nil = none); see Polled.
@@ -228,7 +230,10 @@ func (c ColdStart) Run(ctx context.Context, onSample func(prober.Sample) error) 
 						stop = &Stop{Reason: StopInterrupted, Rounds: max(run-1, 0)}
 						break
 					}
-					if !c.KeepGoing || ctx.Err() != nil {
+					// A variant that fails (a setting its server
+					// refuses) is left out as with KeepGoing: the
+					// others were asked for as they are.
+					if !(c.KeepGoing || a.Variant.IsVariant()) || ctx.Err() != nil {
 						return nil, err
 					}
 					failed[a.Name] = err
@@ -286,6 +291,7 @@ func (c ColdStart) Run(ctx context.Context, onSample func(prober.Sample) error) 
 		for _, a := range c.Arms {
 			sum := record.SummarizeAt(samples[key{a.Name, b.String()}], conf)
 			sum.Arm, sum.Budget, sum.SizeBytes, sum.Probe = a.Name, b.String(), a.SizeBytes, checker.Name()
+			sum.Variant = a.Variant
 			pcpus := c.ProberCPUs
 			if pcpus == nil {
 				pcpus = budget.Complement(all, b.CPUs)
@@ -384,6 +390,7 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 	s = prober.Sample{Arm: a.Name, Budget: b.String()}
 	defer func() {
 		if err != nil {
+			err = a.variantErr(err)
 			s.Error = err.Error()
 		}
 	}()

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -40,7 +41,9 @@ type DensityRow = record.DensityRow
 type DensitySample = record.DensitySample
 
 // Run starts the instances of one arm at a time, waits until all answer,
-// lets them settle, reads each one's memory, and stops them all.
+// lets them settle, reads each one's memory, and stops them all. An arm
+// that fails ends the measurement, but for a variant (Arm.Variant): it is
+// left out, the others measured, and its error joined to Run's.
 func (d Density) Run(ctx context.Context, onSample func(DensitySample) error) ([]DensityRow, error) {
 	if d.Instances <= 0 {
 		return nil, fmt.Errorf("instances: %d, want at least 1", d.Instances)
@@ -53,18 +56,24 @@ func (d Density) Run(ctx context.Context, onSample func(DensitySample) error) ([
 	prog.Start(len(d.Arms)*d.Instances, "instances ready")
 	defer prog.Done() // before the caller prints results or the error
 	var rows []DensityRow
+	var failed []error
 	for _, a := range d.Arms {
 		row, err := d.arm(ctx, a, checker, prog, onSample)
+		if err != nil && a.Variant.IsVariant() && ctx.Err() == nil {
+			// A setting its server refuses fails the variant alone.
+			failed = append(failed, a.variantErr(err))
+			continue
+		}
 		if err != nil {
-			return rows, err
+			return rows, errors.Join(append(failed, err)...)
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, errors.Join(failed...)
 }
 
 func (d Density) arm(ctx context.Context, a Arm, checker prober.Checker, prog progress.Reporter, onSample func(DensitySample) error) (DensityRow, error) {
-	row := DensityRow{Arm: a.Name, Budget: d.Budget.String(), Instances: d.Instances, SizeBytes: a.SizeBytes}
+	row := DensityRow{Arm: a.Name, Budget: d.Budget.String(), Instances: d.Instances, SizeBytes: a.SizeBytes, Variant: a.Variant}
 	var insts []launch.Instance
 	var cleanups []func()
 	defer func() {
