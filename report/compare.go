@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,8 +24,9 @@ type SteadyRound struct {
 // b, as the ratio a/b with its interval, the p-value of Test and a
 // verdict. JSON keys are what `coldstart report -o json` writes.
 type ComparisonRow struct {
-	// Kind is what is compared: "arms", "budgets", "protocols" or
-	// "campaigns"; Campaign the results file(s) the samples come from.
+	// Kind is what is compared: "arms", "variants" (a variant against
+	// its own arm), "budgets", "protocols" or "campaigns"; Campaign the
+	// results file(s) the samples come from.
 	Kind     string `json:"kind"`
 	Campaign string `json:"campaign"`
 	// Scope is what the two sides share ("budget=cpus=0",
@@ -290,7 +292,7 @@ func (r *Report) Comparisons() []ComparisonRow {
 		budgets := budgetsOf(c.Samples, func(s Sample) string { return s.Budget })
 		for _, b := range budgets {
 			base := ""
-			for _, a := range r.withBaselineFirst(arms) {
+			for _, a := range r.withBaselineFirst(c.plainArms(arms)) {
 				xs := samples[[2]string{a, b}]
 				if len(xs) == 0 {
 					continue
@@ -302,6 +304,17 @@ func (r *Report) Comparisons() []ComparisonRow {
 				out = append(out, r.coldRow(c, b, "first_rpc_ms", a, base))
 				if len(cpu[[2]string{a, b}]) > 0 && len(cpu[[2]string{base, b}]) > 0 {
 					out = append(out, r.coldRow(c, b, "startup_cpu_ms", a, base))
+				}
+			}
+			// Each variant against its own arm, in the same rounds.
+			for _, v := range c.variantArms(arms) {
+				a, of := v[0], v[1]
+				if len(samples[[2]string{a, b}]) == 0 || len(samples[[2]string{of, b}]) == 0 {
+					continue
+				}
+				out = append(out, variantRow(r.coldRow(c, b, "first_rpc_ms", a, of)))
+				if len(cpu[[2]string{a, b}]) > 0 && len(cpu[[2]string{of, b}]) > 0 {
+					out = append(out, variantRow(r.coldRow(c, b, "startup_cpu_ms", a, of)))
 				}
 			}
 		}
@@ -342,9 +355,10 @@ func (r *Report) Comparisons() []ComparisonRow {
 				has[[2]string{s.Arm, s.Budget}] = true
 			}
 		}
+		arms := budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Arm })
 		for _, b := range budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Budget }) {
 			base := ""
-			for _, a := range r.withBaselineFirst(budgetsOf(c.DensitySamples, func(s DensitySample) string { return s.Arm })) {
+			for _, a := range r.withBaselineFirst(c.plainArms(arms)) {
 				if !has[[2]string{a, b}] {
 					continue
 				}
@@ -353,6 +367,11 @@ func (r *Report) Comparisons() []ComparisonRow {
 					continue
 				}
 				out = append(out, r.densityRow(c, b, a, base))
+			}
+			for _, v := range c.variantArms(arms) {
+				if has[[2]string{v[0], b}] && has[[2]string{v[1], b}] {
+					out = append(out, variantRow(r.densityRow(c, b, v[0], v[1])))
+				}
 			}
 		}
 	}
@@ -447,24 +466,33 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 		}
 		groups[k] = append(groups[k], s)
 	}
-	arms := r.withBaselineFirst(budgetsOf(c.SteadyRounds, func(s SteadyRound) string { return s.Arm }))
+	all := budgetsOf(c.SteadyRounds, func(s SteadyRound) string { return s.Arm })
+	arms := r.withBaselineFirst(c.plainArms(all))
 	var out []ComparisonRow
-	// Arms against the baseline, per budget, protocol and step.
-	for _, k := range keys {
-		if k.arm != arms[0] {
-			continue
+	// Arms against the baseline, per budget, protocol and step; each
+	// variant against its own arm.
+	against := func(kind string, k key, a string) {
+		ka := k
+		ka.arm = a
+		if _, ok := groups[ka]; !ok {
+			return
 		}
-		for _, a := range arms[1:] {
-			ka := k
-			ka.arm = a
-			if _, ok := groups[ka]; !ok {
+		for _, m := range steadyMetrics {
+			if len(roundValues(groups[ka], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 				continue
 			}
-			for _, m := range steadyMetrics {
-				if len(roundValues(groups[ka], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
-					continue
-				}
-				out = append(out, r.steadyRow("arms", c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, groups[ka], groups[k]))
+			out = append(out, r.steadyRow(kind, c.Label, fmt.Sprintf("budget=%s %s %s", k.budget, k.proto, k.sh), m.name, a, k.arm, groups[ka], groups[k]))
+		}
+	}
+	for _, k := range keys {
+		if k.arm == arms[0] {
+			for _, a := range arms[1:] {
+				against("arms", k, a)
+			}
+		}
+		for _, v := range c.variantArms(all) {
+			if k.arm == v[1] {
+				against(KindVariants, k, v[0])
 			}
 		}
 	}
@@ -576,6 +604,10 @@ func (r *Report) comparisonsSection(m *mdw) {
 		"recommendations act only on those at least %.0f%% in size. \"runs to detect\" estimates the runs per side needed to detect a %.0f%% "+
 		"difference at the spread seen (80%% power).\n\n",
 		100*r.confidence(), stats.PairedWilcoxon, stats.MannWhitney, stats.NoDifference, 1-r.confidence(), 100*r.minEffect(), 100*r.minEffect())
+	if slices.ContainsFunc(rows, func(c ComparisonRow) bool { return c.Kind == KindVariants }) {
+		m.p("A row whose a is a variant (an arm's binary started with more settings: --variant, --sweep; their settings are under Builds) " +
+			"sets it against the arm it varies, as it is, measured in the same rounds; the Decision picks among the builds and start arms only.\n\n")
+	}
 	var labels []string
 	by := map[string][]ComparisonRow{}
 	for _, c := range rows {
@@ -593,7 +625,19 @@ func (r *Report) comparisonsSection(m *mdw) {
 }
 
 func kindOrder(k string) int {
-	return strings.Index("arms budgets protocols campaigns", k)
+	return strings.Index("arms variants budgets protocols campaigns", k)
+}
+
+// KindVariants is the kind of a comparison of a variant (--variant,
+// --sweep) against its own arm: a setting's effect, beside the arms'
+// comparisons with the baseline.
+const KindVariants = "variants"
+
+// variantRow is an arms comparison made a variant's: a against the arm it
+// varies.
+func variantRow(c ComparisonRow) ComparisonRow {
+	c.Kind = KindVariants
+	return c
 }
 
 // pText renders a p-value: three decimals, or "<0.001".

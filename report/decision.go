@@ -65,7 +65,9 @@ func (r *Report) Decisions() []Decision {
 		if len(c.Summaries) == 0 {
 			continue
 		}
-		arms := budgetsOf(c.Samples, func(s Sample) string { return s.Arm })
+		// The builds and start arms; a variant is a setting, compared
+		// with its own arm (kind "variants"), not a build to ship.
+		arms := c.plainArms(budgetsOf(c.Samples, func(s Sample) string { return s.Arm }))
 		if len(arms) < 2 {
 			continue
 		}

@@ -259,7 +259,7 @@ func (r *Report) headlineTables(m *mdw) {
 		base := r.BaselineOf(arms)
 		vs := map[[2]string]ComparisonRow{}
 		for _, row := range r.Comparisons() {
-			if row.Kind == "arms" && row.Campaign == c.Label && row.Metric == "first_rpc_ms" {
+			if (row.Kind == "arms" || row.Kind == KindVariants) && row.Campaign == c.Label && row.Metric == "first_rpc_ms" {
 				vs[[2]string{row.A, strings.TrimPrefix(row.Scope, "budget=")}] = row
 			}
 		}
@@ -269,6 +269,9 @@ func (r *Report) headlineTables(m *mdw) {
 			against := "baseline"
 			if row, ok := vs[[2]string{s.Arm, s.Budget}]; ok {
 				against = ratioText(row) + " " + shortVerdictText(row.Verdict)
+				if row.Kind == KindVariants {
+					against = "vs " + row.B + ": " + against // a variant, against its own arm
+				}
 			} else if s.Arm != base {
 				against = "–"
 			}
@@ -684,6 +687,9 @@ func (r *Report) artifactTable(m *mdw, c *Campaign) {
 		if a.Digest != "" {
 			extra = strings.TrimSpace(extra + " " + a.Digest)
 		}
+		if a.Variant.IsVariant() {
+			extra = strings.TrimSpace(extra + " variant " + a.Variant.Of + "'s binary")
+		}
 		flags := "(none)"
 		if a.Flags != "" {
 			flags = "`" + a.Flags + "`"
@@ -692,6 +698,26 @@ func (r *Report) artifactTable(m *mdw, c *Campaign) {
 	}
 	m.table([]string{"arm", "size", "build ms", "flags", "go", "sha256", "cached", "notes"}, rows)
 	m.p("*Built for `%s`, %s.*\n\n", filepath.Base(c.File), c.Provenance.StartedAt.UTC().Format(time.DateOnly))
+	r.variantsTable(m, c, r.campaignArms(c))
+}
+
+// campaignArms are the arms c names, in the order first seen: its
+// artifacts', then its rows'.
+func (r *Report) campaignArms(c *Campaign) []string {
+	var out []string
+	for _, a := range c.Artifacts {
+		out = appendUnique(out, a.Arm)
+	}
+	for _, s := range c.Summaries {
+		out = appendUnique(out, s.Arm)
+	}
+	for _, d := range c.Density {
+		out = appendUnique(out, d.Arm)
+	}
+	for _, s := range c.Steady {
+		out = appendUnique(out, s.Arm)
+	}
+	return out
 }
 
 // crosscheckTable shows coldstart's cold-start medians beside those of an

@@ -98,6 +98,8 @@ type SteadyRow struct {
 	Round int `json:"round"`
 	// Noise is what else the machine did during the window (rounds only).
 	Noise *noise.Window `json:"noise"`
+	// Variant is what makes the arm a variant (steady run --variant).
+	record.Variant
 	// Over rounds (a row of medians): how many, how many lacked a server
 	// reading, how many ran on a busy host, and the medians' intervals.
 	Rounds               int       `json:"rounds"`

@@ -373,8 +373,9 @@ func (r *Report) StartPicks() []StartPick {
 func (r *Report) startPick(c *Campaign, b string) (StartPick, bool) {
 	var arms []string
 	by := map[string]Summary{}
+	variants := c.Variants() // settings, not builds to pick among
 	for _, s := range c.Summaries {
-		if s.Budget == b && s.Runs > 0 && s.MedianMs > 0 && !contains(arms, s.Arm) {
+		if _, v := variants[s.Arm]; s.Budget == b && s.Runs > 0 && s.MedianMs > 0 && !contains(arms, s.Arm) && !v {
 			arms = append(arms, s.Arm)
 			by[s.Arm] = s
 		}
@@ -773,8 +774,9 @@ type densityPick struct {
 func (r *Report) densityPick(c *Campaign, budget string, arms map[string]bool) (densityPick, bool) {
 	p := densityPick{c: c, budget: budget, rows: map[string]DensityRow{}}
 	var order []string
+	variants := c.Variants() // settings, not builds to pick among
 	for _, d := range c.Density {
-		if d.Budget == budget && d.PSSBytes > 0 && (arms == nil || arms[d.Arm]) && !contains(order, d.Arm) {
+		if _, v := variants[d.Arm]; d.Budget == budget && d.PSSBytes > 0 && (arms == nil || arms[d.Arm]) && !contains(order, d.Arm) && !v {
 			order = append(order, d.Arm)
 			p.rows[d.Arm] = d
 			if p.lowest.Arm == "" || d.PSSBytes < p.lowest.PSSBytes {
