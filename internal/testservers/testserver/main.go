@@ -13,7 +13,8 @@
 // -count-service also coldstart.test.v1.Count (count.proto): Count, a
 // server-streaming method, and Last, a unary one; with -require-metadata
 // KEY=VALUE it refuses every call but the health service's that lacks
-// that metadata pair.
+// that metadata pair. With -require-env KEY=VALUE it exits 1 before
+// listening unless its environment holds that pair.
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -55,6 +57,7 @@ type options struct {
 	detach      string
 	count       bool
 	requireMD   string
+	requireEnv  string
 }
 
 func main() {
@@ -74,6 +77,7 @@ func main() {
 	flag.BoolVar(&o.mptcp, "mptcp", false, "listen with Multipath TCP whatever GODEBUG says (a socket criu cannot dump)")
 	flag.IntVar(&o.leak, "leak-per-call", 0, "grpc mode: each Echo call leaks this many bytes of resident memory (0 = none)")
 	flag.BoolVar(&o.count, "count-service", false, "grpc mode: also serve coldstart.test.v1.Count (count.proto): Count, server-streaming, and Last, unary")
+	flag.StringVar(&o.requireEnv, "require-env", "", "KEY=VALUE that must be in the environment, else exit 1 before listening, saying what it found (\"\" = none): proof that a setting reached the server")
 	flag.StringVar(&o.requireMD, "require-metadata", "", "grpc mode: KEY=VALUE every call but the health service's must carry, else Unauthenticated (\"\" = none)")
 	flag.StringVar(&o.detach, "detach-child", "", "before listening, start `sleep SECONDS` detached: in a session of its own, by a double fork, so it is not this server's child nor in its process group (\"\" = none); a unique SECONDS such as 3601.4711 is a marker to find it by")
 	flag.Parse()
@@ -87,6 +91,12 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.requireEnv != "" {
+		k, want, _ := strings.Cut(o.requireEnv, "=")
+		if got := os.Getenv(k); got != want {
+			return fmt.Errorf("-require-env: $%s is %q, want %q", k, got, want)
+		}
+	}
 	if o.detach != "" {
 		if err := detachSleep(o.detach); err != nil {
 			return err
