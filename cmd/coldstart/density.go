@@ -125,7 +125,7 @@ func writeDensityText(w io.Writer, rows []campaign.DensityRow, base string) erro
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join([]string{"arm", "PSS", cliopts.VsHeader(base), "anon", "RSS", "total PSS", "total RSS", "size"}, "\t"))
 	for _, r := range rows {
-		cells := []string{r.Arm, mibText(r.PSSBytes), cliopts.VsText(r.VsBaseline, fmt.Sprintf("(no CI: %d instances)", r.N)), mibText(r.PSSAnonBytes), mibText(r.RSSBytes), mibText(r.TotalPSSBytes), mibText(r.TotalRSSBytes), mibText(r.SizeBytes)}
+		cells := []string{r.Arm, mibText(r.PSSBytes), cliopts.VsTextIn(r.VsBaseline, base, fmt.Sprintf("(no CI: %d instances)", r.N)), mibText(r.PSSAnonBytes), mibText(r.RSSBytes), mibText(r.TotalPSSBytes), mibText(r.TotalRSSBytes), mibText(r.SizeBytes)}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()

@@ -109,9 +109,13 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		return err
 	}
 	mods := map[string]record.Modules{}
+	variants := map[string]record.Variant{}
 	var names []string
 	for _, a := range built.Arms {
 		names = append(names, a.Name)
+		if a.Variant.IsVariant() {
+			variants[a.Name] = a.Variant
+		}
 		m, err := explain.ReadModules(ctx, a.Path)
 		if err != nil && !errors.Is(err, explain.ErrNoBuildInfo) {
 			o.Notef("%s arm: %v", a.Name, err)
@@ -137,7 +141,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		if ctx.Err() != nil {
 			return nil // interrupted: what was traced is in the results file
 		}
-		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Baseline: o.Baseline, Modules: mods})
+		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Baseline: o.Baseline, Modules: mods, Variants: variants})
 		write := writeExplain
 		if o.Output == render.Table && !o.Wide {
 			write = func(w io.Writer, _ render.Format, r record.ExplainReport) error { return writeExplainText(w, r) }
@@ -167,8 +171,9 @@ func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	vs := cliopts.VsColumn{Header: "first_rpc " + cliopts.VsHeader(phaseBaseline(r.Phases)), Fields: cliopts.VsFields, Cell: func(i int) string {
-		return phaseVs(r.Phases[i])
+	base := phaseBaseline(r.Phases)
+	vs := cliopts.VsColumn{Header: "first_rpc " + cliopts.VsHeader(base), Fields: cliopts.VsFields, Cell: func(i int) string {
+		return phaseVs(r.Phases[i], base)
 	}}
 	sections := []struct {
 		title string
@@ -224,20 +229,21 @@ func baseArm(r record.ExplainReport) string {
 }
 
 // phaseBaseline is the arm the phase rows were compared against ("" when
-// none was).
+// none was), variants' own arms aside.
 func phaseBaseline(rows []record.ExplainPhaseRow) string {
 	for _, p := range rows {
-		if p.Baseline != "" {
+		if p.Baseline != "" && !p.Variant.IsVariant() {
 			return p.Baseline
 		}
 	}
 	return ""
 }
 
-// phaseVs is a phase row's first RPC against the baseline's, saying how
-// many runs there were where there is no interval.
-func phaseVs(p record.ExplainPhaseRow) string {
-	return cliopts.VsText(p.VsBaseline, fmt.Sprintf("(no CI: %d runs)", p.Runs))
+// phaseVs is a phase row's first RPC against the baseline's (base, the
+// column's; a variant's against its own arm's, named), saying how many
+// runs there were where there is no interval.
+func phaseVs(p record.ExplainPhaseRow, base string) string {
+	return cliopts.VsTextIn(p.VsBaseline, base, fmt.Sprintf("(no CI: %d runs)", p.Runs))
 }
 
 func firstLine(s string) string {

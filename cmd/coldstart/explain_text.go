@@ -156,7 +156,8 @@ func explainArms(phases []record.ExplainPhaseRow, pkgs []record.ExplainPackageRo
 
 func explainPhases(w io.Writer, rows []record.ExplainPhaseRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\texec→runtime\tinits\tmain→listen\tlisten→RPC\tfirst RPC\t"+"first RPC "+cliopts.VsHeader(phaseBaseline(rows)))
+	base := phaseBaseline(rows)
+	fmt.Fprintln(tw, "arm\texec→runtime\tinits\tmain→listen\tlisten→RPC\tfirst RPC\t"+"first RPC "+cliopts.VsHeader(base))
 	opt := func(x *float64) string {
 		if x == nil {
 			return "–"
@@ -165,7 +166,7 @@ func explainPhases(w io.Writer, rows []record.ExplainPhaseRow) error {
 	}
 	for _, p := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Arm, opt(p.ExecToRuntimeMs), opt(p.InitsMs), opt(p.MainUntilListenMs),
-			num(p.ListenToFirstRPCMs), num(p.FirstRPCMs), phaseVs(p))
+			num(p.ListenToFirstRPCMs), num(p.FirstRPCMs), phaseVs(p, base))
 	}
 	return tw.Flush()
 }

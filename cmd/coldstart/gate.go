@@ -52,7 +52,7 @@ type gateOptions struct {
 // builds PKG itself at REV and in the working tree (so no --bin,
 // --prebuilt, --image, start arms or engines), compares base with new
 // (no --baseline), and has its own -o.
-var gateSkipFlags = []string{"output", "baseline", "bin", "prebuilt", "image", "start-from", "snapshot-warmup", "runtime", "pgo-duration"}
+var gateSkipFlags = []string{"output", "baseline", "variant", "sweep", "bin", "prebuilt", "image", "start-from", "snapshot-warmup", "runtime", "pgo-duration"}
 
 // gateArms are the arms gate --base builds each tree as: those that make
 // a binary to start. pgo takes --pgo-profile, one profile for both trees.

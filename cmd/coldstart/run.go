@@ -109,6 +109,12 @@ func (o *runOptions) validate() error {
 	if err := o.Cluster.Check(&o.Common, o.Target); err != nil {
 		return err
 	}
+	if o.Variants.Given() && o.Knative() {
+		return fmt.Errorf("--variant, --sweep: only with --on local (a Service on the cluster runs as it was deployed)")
+	}
+	if o.Variants.Given() && o.BurstGiven {
+		return fmt.Errorf("--variant, --sweep: not with --burst; measure variants' cold starts with coldstart run, one start at a time")
+	}
 	if err := o.serverOptions.validate(); err != nil {
 		return err
 	}

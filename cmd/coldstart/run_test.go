@@ -17,7 +17,7 @@ import (
 // values' own bookkeeping and the error writer aside).
 var optsCmp = cmp.Options{
 	cmp.AllowUnexported(runOptions{}, explainOptions{}), // the embedded serverOptions
-	cmpopts.IgnoreUnexported(serverOptions{}, cliopts.Common{}, cliopts.Arms{}, budget.List{}),
+	cmpopts.IgnoreUnexported(serverOptions{}, cliopts.Common{}, cliopts.Arms{}, budget.List{}, cliopts.Variants{}),
 	cmpopts.IgnoreFields(cliopts.Common{}, "User"), // --run-as parsed: whoever runs the test
 	cmpopts.EquateEmpty(),
 }

@@ -126,7 +126,7 @@ func (o *serverOptions) validate() error {
 	for _, ia := range images {
 		arms = append(arms, ia.Name)
 	}
-	return o.CheckBaseline(arms)
+	return o.CheckArms(arms)
 }
 
 // images parses --image.

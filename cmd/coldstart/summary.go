@@ -112,7 +112,7 @@ func coldTable(w io.Writer, rows []campaign.Summary, o coldTextOptions) error {
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, s := range rows {
-		cells := []string{s.Arm, medianCell(s), num(s.P90Ms), vsCell(s.VsBaseline), optMs(s.StartupCPUMs), optMiB(s.PSSBytes), mibText(s.SizeBytes)}
+		cells := []string{s.Arm, medianCell(s), num(s.P90Ms), vsCell(s.VsBaseline, base), optMs(s.StartupCPUMs), optMiB(s.PSSBytes), mibText(s.SizeBytes)}
 		if varied {
 			cells = append([]string{cells[0], fmt.Sprint(s.Runs)}, cells[1:]...)
 		}
@@ -134,8 +134,9 @@ func medianCell(s campaign.Summary) string {
 
 // vsCell is "0.956× [0.86, 1.01] ~", "24.8× [23.3, 25.6] slower",
 // "baseline", or "–" when nothing was compared (cliopts.VsText, as every
-// command's "vs BASE" column).
-func vsCell(v record.VsBaseline) string { return cliopts.VsText(v, "") }
+// command's "vs BASE" column); a variant's, against its own arm, names it
+// (cliopts.VsTextIn).
+func vsCell(v record.VsBaseline, base string) string { return cliopts.VsTextIn(v, base, "") }
 
 // verdictLine says, for one budget, how each arm compares with the
 // baseline: "cores=0.5: static 1.18× [1.13, 1.27] faster than default

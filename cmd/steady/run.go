@@ -422,7 +422,10 @@ func (o *runOptions) checkConfig() error {
 	if err := check.Validate(); err != nil {
 		return err
 	}
-	return o.CheckBaseline(o.armNames())
+	if o.Variants.Given() && (o.Target != "" || o.On == "knative") {
+		return errors.New("--variant, --sweep: only for servers steady starts itself; a --target or a Service on the cluster runs as it was started")
+	}
+	return o.CheckArms(o.armNames())
 }
 
 // callConfig fills cfg.Call from --call and the flags that go with it.
@@ -483,6 +486,12 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		}
 		cfg.Arms = steadyArms(built.Arms, o.Env)
 	}
+	variants := map[string]record.Variant{}
+	for _, a := range built.Arms {
+		if a.Variant.IsVariant() {
+			variants[a.Name] = a.Variant
+		}
+	}
 	if len(o.PinGenerator) > 0 {
 		if err := pinGenerator(&cfg, o.PinGenerator); err != nil {
 			return err
@@ -493,14 +502,17 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	}
 	// Every arm's rounds of a step end before any arm's row of medians
 	// comes, so each row is set against the baseline's rounds as it comes.
-	base := record.ChooseBaseline(cfgArms(cfg), o.Baseline)
+	// A variant's rows are set against its own arm's.
+	bl := record.NewBaselines(cfgArms(cfg), o.Baseline, func(a string) string { return variants[a].Of })
+	base := bl.Base
 	var rows, rounds []steady.Row
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
+		r.Variant = variants[r.Arm]
 		if r.Round > 0 {
 			rounds = append(rounds, r)
 			return rf.Add("step_round", r) // one window; the row of medians follows
 		}
-		record.CompareSteadyRow(&r, rounds, base, cfg.Confidence, stats.DefaultMinEffect)
+		record.CompareSteadyRow(&r, rounds, bl.For(r.Arm), cfg.Confidence, stats.DefaultMinEffect)
 		rows = append(rows, r)
 		return rf.Add("step", r)
 	})
@@ -540,13 +552,14 @@ func stepRows(f render.Format, rows []steady.Row, base string) func(io.Writer) e
 	}
 	return cliopts.RowsVs(f, rows,
 		cliopts.VsColumn{Header: "calls_per_s " + cliopts.VsHeader(base), Fields: cliopts.VsFields, Cell: func(i int) string {
-			return cliopts.VsText(rows[i].VsBaseline, noCI(rows[i]))
+			return cliopts.VsTextIn(rows[i].VsBaseline, base, noCI(rows[i]))
 		}},
 		cliopts.VsColumn{Header: "cpu " + cliopts.VsHeader(base), Fields: vsCPUFields, Cell: func(i int) string {
 			if rows[i].Verdict == record.VerdictBaseline {
 				return "baseline"
 			}
-			return cliopts.VsText(rows[i].CPUVsBaseline.Vs(base), noCI(rows[i]))
+			// A variant's is against its own arm's (VsTextIn names it).
+			return cliopts.VsTextIn(rows[i].CPUVsBaseline.Vs(rows[i].Baseline), base, noCI(rows[i]))
 		}})
 }
 
@@ -558,11 +571,16 @@ func (o *runOptions) buildArms(ctx context.Context, rf *cliopts.Results) (campai
 }
 
 // steadyArms are the built arms as steady starts them: steady picks each
-// server's addresses itself, so it takes the arguments unexpanded.
+// server's addresses itself, so it takes the arguments unexpanded; env
+// (--env) goes to every arm, a variant's own environment after it.
 func steadyArms(arms []campaign.Arm, env []string) []steady.Arm {
 	out := make([]steady.Arm, len(arms))
 	for i, a := range arms {
-		out[i] = steady.Arm{Name: a.Name, Path: a.Path, Args: a.ArgTemplate, Env: env, Launcher: a.Launcher, Prepare: a.Prepare}
+		e := env
+		if len(a.Variant.Env) > 0 {
+			e = append(append([]string(nil), env...), a.Variant.Env...)
+		}
+		out[i] = steady.Arm{Name: a.Name, Path: a.Path, Args: a.ArgTemplate, Env: e, Launcher: a.Launcher, Prepare: a.Prepare}
 	}
 	return out
 }

@@ -39,6 +39,7 @@ func (c *Common) BuildArms(ctx context.Context, r *Results, cfg campaign.ArmsCon
 		cfg.Args = c.ServerArgs
 	}
 	cfg.Env = c.Env
+	cfg.Variants = c.variants
 	stage := runas.NewStage(c.User) // closed by Built.Close
 	cfg.RunAs = stage
 	b := &cfg.Build

@@ -2,7 +2,7 @@
 // density, explain) and steady run share, each with one meaning and typed,
 // parsed once: what to measure (PKG, --bin, --arms, --upx-level, --pgo-*
 // with the pgo profile's load, --instrument), how the servers start (server arguments after --, --env,
-// --run-as), what runs around the campaign (--setup, --prepare,
+// --run-as; variants of the arms, --variant and --sweep), what runs around the campaign (--setup, --prepare,
 // --cleanup, --hook-timeout), under what (--budget), what is printed (-q,
 // -v, -o) and where results go (--results-dir); and the one path both
 // commands take to build the arms (BuildArms) and to write results
@@ -22,6 +22,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/progress"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
@@ -70,6 +71,10 @@ type Common struct {
 	// HookFlags are --setup, --prepare, --cleanup and --hook-timeout;
 	// BuildArms runs them, and fills {tmpdir} in ServerArgs and Env.
 	HookFlags
+	// Variants are --variant and --sweep; CheckArms resolves them into
+	// variants, which BuildArms makes and CreateResults notes.
+	Variants Variants
+	variants []campaign.Variant
 
 	tool       string    // "coldstart" or "steady": names notes and provenance
 	positional []string  // arguments before --
@@ -117,6 +122,7 @@ func (c *Common) Bind(cmd *cobra.Command, armsHelp string) {
 	f.Var(&c.Budgets, "budget", "CPU and memory budgets, ';'-separated or repeated: cpus=0, cpus=0-1, cores=0.5, mem=256Mi, cores=1,mem=512Mi, max (no limit)")
 	f.StringVar(&c.CgroupParent, "cgroup-parent", "", "cgroup the servers' budget cgroups go under, from the hierarchy's root or as /sys/fs/cgroup/PATH: a cgroup v2 subtree delegated (chowned) to you, for cores= and mem= when not root (\"\" = /coldstart as root, else the subtree systemd delegates to you, when writable)")
 	f.StringVar(&c.Baseline, "baseline", "", BaselineHelp)
+	c.Variants.Bind(f)
 	f.VarP(&c.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&c.ResultsDir, "results-dir", c.ResultsDir, "directory for the raw results file")
 	f.BoolVarP(&c.Verbose, "verbose", "v", false, "also print every spawned command line to stderr, so a run can be replayed by hand")
@@ -202,9 +208,21 @@ func (c *Common) Validate() error {
 	return c.HookFlags.validate()
 }
 
-// CheckBaseline refuses a --baseline that names none of the arms to be
-// measured (CheckBaseline).
-func (c *Common) CheckBaseline(arms []string) error { return CheckBaseline(c.Baseline, arms) }
+// CheckArms checks --variant, --sweep and --baseline against the arms to
+// be measured (in order, variants aside): it resolves the variants
+// (Variants.Resolve, which BuildArms then makes), and refuses a
+// --baseline that names none of the arms (CheckBaseline).
+func (c *Common) CheckArms(arms []string) error {
+	vs, err := c.Variants.Resolve(arms, c.Baseline)
+	if err != nil {
+		return err
+	}
+	c.variants = vs
+	return CheckBaseline(c.Baseline, arms)
+}
+
+// Resolved are the variants CheckArms resolved, in order.
+func (c *Common) Resolved() []campaign.Variant { return c.variants }
 
 // Sample reports whether the bundled sample server is measured: no PKG,
 // no --bin.

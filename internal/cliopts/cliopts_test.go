@@ -92,7 +92,7 @@ func TestFlags(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse(%q) = %v", tt.args, err)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(Common{}, Arms{}, budget.List{}), cmpopts.IgnoreFields(Common{}, "User"), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreUnexported(Common{}, Arms{}, budget.List{}, Variants{}), cmpopts.IgnoreFields(Common{}, "User"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("parse(%q) (-want +got):\n%s", tt.args, diff)
 			}
 		})

@@ -22,8 +22,18 @@ type Results struct {
 
 // CreateResults starts <--results-dir>/<YYYYMMDD-HHMMSS>_<label>.jsonl with
 // this process's provenance and notes (nil = none), such as a cluster's
-// versions.
+// versions, and a note per variant ("variant NAME": its arm and settings).
 func (c *Common) CreateResults(label string, notes map[string]string) (*Results, error) {
+	if vn := variantNotes(c.variants); vn != nil {
+		all := map[string]string{}
+		for k, v := range notes {
+			all[k] = v
+		}
+		for k, v := range vn {
+			all[k] = v
+		}
+		notes = all
+	}
 	return CreateResults(c.tool, c.Errw(), c.ResultsDir, label, notes)
 }
 

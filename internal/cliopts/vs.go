@@ -61,6 +61,17 @@ func VsText(v record.VsBaseline, noCI string) string {
 	return fmt.Sprintf("%s× %s %s", render.Number(*v.Ratio), iv, verdict)
 }
 
+// VsTextIn is VsText for a row of a table whose "vs" column is against
+// base (VsHeader): a row set against another arm (a variant, against its
+// own arm) says which, "vs static: 0.95× [0.91, 0.99] faster".
+func VsTextIn(v record.VsBaseline, base, noCI string) string {
+	t := VsText(v, noCI)
+	if v.Compared() && v.Baseline != "" && v.Baseline != base && v.Ratio != nil {
+		return "vs " + v.Baseline + ": " + t
+	}
+	return t
+}
+
 // VsColumn is one column a terminal table shows in place of several
 // fields: Fields are the json names it replaces (it stands where the
 // first of them did), Cell gives row i's text. With no Header the fields
