@@ -121,7 +121,7 @@ func (r *Report) Benchstat(w io.Writer) error {
 		}
 		for _, s := range c.Steady {
 			name := fmt.Sprintf("Steady/budget=%s/protocol=%s/scenario=%s/payload=%dB/inflight=%d/conns=%d",
-				part(s.Budget), part(s.Protocol), part(s.Scenario), s.PayloadBytes, s.Concurrency, s.Conns)
+				part(s.Budget), part(string(s.Protocol)), part(string(s.Scenario)), s.PayloadBytes, s.Concurrency, s.Conns)
 			if s.RateReq > 0 {
 				name += fmt.Sprintf("/rate=%.0f", s.RateReq)
 			}
@@ -136,10 +136,10 @@ func (r *Report) Benchstat(w io.Writer) error {
 				benchfmt.Value{Value: s.P99Us * 1e3, Unit: "p99-ns"},
 				benchfmt.Value{Value: s.P999Us * 1e3, Unit: "p999-ns"},
 				benchfmt.Value{Value: s.CallsPerS, Unit: "calls/s"},
-				benchfmt.Value{Value: s.ServerCPUUsPerCall * 1e3, Unit: "server-cpu-ns/call"},
+				benchfmt.Value{Value: valF(s.ServerCPUUsPerCall) * 1e3, Unit: "server-cpu-ns/call"},
 				benchfmt.Value{Value: s.ClientCPUUsPerCall * 1e3, Unit: "client-cpu-ns/call"},
 				benchfmt.Value{Value: alloc, Unit: "alloc-B/call"},
-				benchfmt.Value{Value: float64(s.PeakRSSBytes), Unit: "peak-rss-B"},
+				benchfmt.Value{Value: float64(valI(s.PeakRSSBytes)), Unit: "peak-rss-B"},
 			)
 		}
 	}

@@ -389,7 +389,7 @@ var steadyMetrics = []struct {
 }{
 	{"calls_per_s", func(s SteadyRow) float64 { return s.CallsPerS }, stats.MoreIsFaster},
 	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster},
-	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return s.ServerCPUUsPerCall }, stats.Neutral},
+	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral},
 }
 
 // roundValues are the per-round values of one metric, failed readings
@@ -460,7 +460,7 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 	groups := map[key][]SteadyRound{}
 	var keys []key
 	for _, s := range c.SteadyRounds {
-		k := key{s.Arm, s.Budget, s.Protocol, shapeOf(s.SteadyRow)}
+		k := key{s.Arm, s.Budget, string(s.Protocol), shapeOf(s.SteadyRow)}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}

@@ -617,10 +617,10 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 			}
 		}
 		rows = append(rows, []string{
-			s.Arm + dagger(s.Doubt()), s.Budget, s.Protocol, s.Scenario, fmt.Sprint(s.PayloadBytes), fmt.Sprint(s.Concurrency),
+			s.Arm + dagger(steadyDoubt(s)), s.Budget, string(s.Protocol), string(s.Scenario), fmt.Sprint(s.PayloadBytes), fmt.Sprint(s.Concurrency),
 			fmt.Sprint(s.Conns), rate, rounds, us(s.P50Us) + ciText(s.P50UsCI), us(s.P99Us), us(s.P999Us),
 			fmt.Sprintf("%.0f", s.CallsPerS) + ciText0(s.CallsPerSCI),
-			usOrDash(s.ServerCPUUsPerCall) + ciText(s.ServerCPUUsPerCallCI), us(s.ClientCPUUsPerCall), alloc, mibOrDash(s.PeakRSSBytes), fmt.Sprint(s.Errors),
+			usOrDash(valF(s.ServerCPUUsPerCall)) + ciText(s.ServerCPUUsPerCallCI), us(s.ClientCPUUsPerCall), alloc, mibOrDash(valI(s.PeakRSSBytes)), fmt.Sprint(s.Errors),
 		})
 	}
 	m.table([]string{"arm", "budget", "protocol", "scenario", "payload B", "in flight", "conns", "rate/s", "rounds", "p50 µs", "p99 µs", "p99.9 µs",
@@ -641,10 +641,10 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 	for _, p := range ps {
 		g, h := p[0], p[1]
 		rows = append(rows, []string{
-			g.Arm + dagger(g.Doubt()+h.Doubt()), g.Budget, g.Scenario, fmt.Sprint(g.PayloadBytes), fmt.Sprint(g.Concurrency), h.Protocol,
+			g.Arm + dagger(steadyDoubt(g)+steadyDoubt(h)), g.Budget, string(g.Scenario), fmt.Sprint(g.PayloadBytes), fmt.Sprint(g.Concurrency), string(h.Protocol),
 			us(g.P50Us) + " / " + us(h.P50Us), us(g.P99Us) + " / " + us(h.P99Us),
 			fmt.Sprintf("%.0f / %.0f", g.CallsPerS, h.CallsPerS),
-			us(g.ServerCPUUsPerCall) + " / " + us(h.ServerCPUUsPerCall),
+			us(valF(g.ServerCPUUsPerCall)) + " / " + us(valF(h.ServerCPUUsPerCall)),
 			fmt.Sprintf("%.2f×", h.P50Us/g.P50Us),
 		})
 	}

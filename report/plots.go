@@ -750,8 +750,8 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 		seen := map[string]bool{}
 		for _, pref := range []string{"sequential", ""} {
 			for _, s := range c.Steady {
-				k := s.Arm + "/" + s.Protocol
-				if s.Budget == b && (pref == "" || s.Scenario == pref) && !seen[k] && s.P50Us > 0 {
+				k := s.Arm + "/" + string(s.Protocol)
+				if s.Budget == b && (pref == "" || string(s.Scenario) == pref) && !seen[k] && s.P50Us > 0 {
 					seen[k] = true
 					rows = append(rows, s)
 				}
@@ -796,14 +796,14 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 				}
 			}
 			p.Add(mw)
-			name := s.Arm + " " + s.Protocol
+			name := s.Arm + " " + string(s.Protocol)
 			if !one {
 				name += " " + fmt.Sprint(shapeOf(s))
 			}
 			p.Legend.Add(name, l, sc)
 		}
 		p.Add(plotter.NewGrid())
-		step := rows[0].Scenario + " step"
+		step := string(rows[0].Scenario) + " step"
 		if one {
 			step = fmt.Sprint(shapeOf(rows[0]))
 		}
@@ -817,7 +817,7 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 		if s.Scenario != "throughput" || s.CallsPerS <= 0 {
 			continue
 		}
-		k := ap{s.Arm, s.Protocol}
+		k := ap{s.Arm, string(s.Protocol)}
 		if best[k] == nil {
 			best[k] = map[string]SteadyRow{}
 			keys = append(keys, k)
@@ -835,7 +835,7 @@ func steadyPlots(c *Campaign) ([]namedPlot, error) {
 	}{
 		{"throughput", "calls/s per budget at the most calls in flight", "calls/s", func(s SteadyRow) (float64, *Interval) { return s.CallsPerS, s.CallsPerSCI }},
 		{"cpu_per_call", "server CPU per call per budget at the most calls in flight", "server CPU per call (µs)", func(s SteadyRow) (float64, *Interval) {
-			return s.ServerCPUUsPerCall, s.ServerCPUUsPerCallCI
+			return valF(s.ServerCPUUsPerCall), s.ServerCPUUsPerCallCI
 		}},
 	} {
 		p := plot.New()

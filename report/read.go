@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -57,60 +56,8 @@ type DensitySample = record.DensitySample
 // instances running side by side), as campaign records it.
 type DensityRow = record.DensityRow
 
-// SteadyRow is one measured steady-state step (record.SteadyRow). Times are
-// microseconds; AllocBytesPerCall is nil when the server did not serve
-// runtime metrics.
-type SteadyRow struct {
-	Arm                string   `json:"arm"`
-	Budget             string   `json:"budget"`
-	Protocol           string   `json:"protocol"`
-	Client             string   `json:"client"` // gRPC client library: grpc or lean ("" = grpc, before it was recorded)
-	Scenario           string   `json:"scenario"`
-	PayloadBytes       int      `json:"payload_bytes"`
-	Concurrency        int      `json:"concurrency"`
-	Conns              int      `json:"conns"`
-	Depth              int      `json:"depth"`
-	RateReq            float64  `json:"rate_req_per_s"`
-	Calls              int64    `json:"calls"`
-	Seconds            float64  `json:"seconds"`
-	CallsPerS          float64  `json:"calls_per_s"`
-	P50Us              float64  `json:"p50_us"`
-	P90Us              float64  `json:"p90_us"`
-	P99Us              float64  `json:"p99_us"`
-	P999Us             float64  `json:"p999_us"`
-	MaxUs              float64  `json:"max_us"`
-	ServerCPUUsPerCall float64  `json:"server_cpu_us_per_call"`
-	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
-	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call"`
-	GoMaxProcs         int      `json:"gomaxprocs"`
-	PeakRSSBytes       int64    `json:"peak_rss_bytes"`
-	RSSBytes           int64    `json:"rss_bytes"`
-	PSSBytes           int64    `json:"pss_bytes"`
-	Errors             int64    `json:"errors"`
-	// ErrorCodes counts the failed calls by gRPC status code; MetadataKeys
-	// name the metadata sent with every call (never its values).
-	ErrorCodes   map[string]int64 `json:"error_codes,omitempty"`
-	MetadataKeys []string         `json:"metadata_keys,omitempty"`
-	ErrorRate    float64          `json:"error_rate"`
-	FirstError   string           `json:"first_error"`
-	// Round numbers a window of `steady run --rounds` (step_round
-	// records); 0 in a row of medians over rounds.
-	Round int `json:"round"`
-	// Noise is what else the machine did during the window (rounds only).
-	Noise *noise.Window `json:"noise"`
-	// Variant is what makes the arm a variant (steady run --variant).
-	record.Variant
-	// Over rounds (a row of medians): how many, how many lacked a server
-	// reading, how many ran on a busy host, and the medians' intervals.
-	Rounds               int       `json:"rounds"`
-	Missing              int       `json:"missing"`
-	BusyRounds           int       `json:"busy_rounds"`
-	Confidence           float64   `json:"confidence"`
-	CallsPerSCI          *Interval `json:"calls_per_s_ci"`
-	P50UsCI              *Interval `json:"p50_us_ci"`
-	P99UsCI              *Interval `json:"p99_us_ci"`
-	ServerCPUUsPerCallCI *Interval `json:"server_cpu_us_per_call_ci"`
-}
+// SteadyRow is one measured steady-state step, as steady records it.
+type SteadyRow = record.SteadyRow
 
 // Interval is a median's confidence interval; a nil bound is unknown.
 type Interval = record.Interval

@@ -1106,7 +1106,7 @@ func (r *Report) steadyRecs(c *Campaign) ([]Recommendation, []held) {
 	var groups []bp
 	seen := map[bp]bool{}
 	for _, s := range c.Steady {
-		k := bp{s.Budget, s.Protocol}
+		k := bp{s.Budget, string(s.Protocol)}
 		if !seen[k] {
 			seen[k] = true
 			groups = append(groups, k)
@@ -1116,7 +1116,7 @@ func (r *Report) steadyRecs(c *Campaign) ([]Recommendation, []held) {
 		byArm := map[string]map[shape]SteadyRow{}
 		var arms []string
 		for _, s := range c.Steady {
-			if s.Budget != g.budget || s.Protocol != g.proto || s.CallsPerS <= 0 {
+			if s.Budget != g.budget || string(s.Protocol) != g.proto || s.CallsPerS <= 0 {
 				continue
 			}
 			if byArm[s.Arm] == nil {
@@ -1149,8 +1149,8 @@ func (r *Report) steadyRecs(c *Campaign) ([]Recommendation, []held) {
 		pair := func(a, b SteadyRow) *cite {
 			var ct cite
 			ct.from(c)
-			ct.add(r.steadyRef(c, a), a.Doubt())
-			ct.add(r.steadyRef(c, b), b.Doubt())
+			ct.add(r.steadyRef(c, a), steadyDoubt(a))
+			ct.add(r.steadyRef(c, b), steadyDoubt(b))
 			return &ct
 		}
 
@@ -1159,11 +1159,11 @@ func (r *Report) steadyRecs(c *Campaign) ([]Recommendation, []held) {
 		sh := common[0]
 		metered := true
 		for _, a := range arms {
-			if byArm[a][sh].ServerCPUUsPerCall <= 0 {
+			if valF(byArm[a][sh].ServerCPUUsPerCall) <= 0 {
 				metered = false
 			}
 		}
-		cpu := func(s SteadyRow) float64 { return s.ServerCPUUsPerCall }
+		cpu := func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }
 		for _, a := range arms {
 			if a == base || !metered {
 				continue
@@ -1234,10 +1234,10 @@ func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 	var out []Recommendation
 	var hs []held
 	budgets := budgetsOf(c.Steady, func(s SteadyRow) string { return s.Budget })
-	for _, proto := range budgetsOf(c.Steady, func(s SteadyRow) string { return s.Protocol }) {
+	for _, proto := range budgetsOf(c.Steady, func(s SteadyRow) string { return string(s.Protocol) }) {
 		var arms []string
 		for _, s := range c.Steady {
-			if s.Protocol == proto {
+			if string(s.Protocol) == proto {
 				arms = appendUnique(arms, s.Arm)
 			}
 		}
@@ -1246,7 +1246,7 @@ func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 		// Concurrency: closed-loop unary steps in the first budget.
 		var lo, hi *SteadyRow
 		for i, s := range c.Steady {
-			if s.Arm != arm || s.Protocol != proto || s.Budget != budgets[0] || s.ServerCPUUsPerCall <= 0 ||
+			if s.Arm != arm || string(s.Protocol) != proto || s.Budget != budgets[0] || valF(s.ServerCPUUsPerCall) <= 0 ||
 				(s.Scenario != "sequential" && s.Scenario != "throughput") {
 				continue
 			}
@@ -1260,7 +1260,7 @@ func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 		if lo != nil && hi != nil && hi.Concurrency > lo.Concurrency {
 			l, h := *lo, *hi
 			text, hd := r.steadyVerdict(c, h, l, "server_cpu_us_per_call", fmt.Sprintf("arm=%s budget=%s %s", arm, budgets[0], proto),
-				shapeOf(h).String(), shapeOf(l).String(), func(s SteadyRow) float64 { return s.ServerCPUUsPerCall },
+				shapeOf(h).String(), shapeOf(l).String(), func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) },
 				func(cr ComparisonRow) string {
 					f, ci := ratioOf(cr, false)
 					fact := fmt.Sprintf("a call at %d in flight costs %s the server CPU of one at %d %s, %s", h.Concurrency, factor(f), l.Concurrency, ci, pEq(cr.PValue))
@@ -1273,8 +1273,8 @@ func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 			if text != "" {
 				var ct cite
 				ct.from(c)
-				ct.add(r.steadyRef(c, l), l.Doubt())
-				ct.add(r.steadyRef(c, h), h.Doubt())
+				ct.add(r.steadyRef(c, l), steadyDoubt(l))
+				ct.add(r.steadyRef(c, h), steadyDoubt(h))
 				out = append(out, ct.rec(text))
 			} else {
 				hs = append(hs, hd)
@@ -1287,7 +1287,7 @@ func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 		}
 		by := map[string]SteadyRow{}
 		for _, s := range c.Steady {
-			if s.Arm != arm || s.Protocol != proto || s.Scenario != "throughput" {
+			if s.Arm != arm || string(s.Protocol) != proto || s.Scenario != "throughput" {
 				continue
 			}
 			if cur, ok := by[s.Budget]; !ok || s.Concurrency > cur.Concurrency {
@@ -1305,7 +1305,7 @@ func (r *Report) loadRecs(c *Campaign) ([]Recommendation, []held) {
 				break
 			}
 			conc = s.Concurrency
-			ct.add(r.steadyRef(c, s), s.Doubt())
+			ct.add(r.steadyRef(c, s), steadyDoubt(s))
 			if i > 0 && i < len(budgets)-1 {
 				middle = append(middle, fmt.Sprintf("%s %.0f", b, s.CallsPerS))
 			}
@@ -1345,7 +1345,7 @@ func (r *Report) protocolRecs(c *Campaign) ([]Recommendation, []held) {
 	}
 	for _, p := range pairs(c, r.BaselineOf(arms)) {
 		g, h := p[0], p[1]
-		text, hd := r.steadyVerdict(c, h, g, "p50_us", fmt.Sprintf("arm=%s budget=%s %s", g.Arm, g.Budget, shapeOf(g)), h.Protocol, "grpc",
+		text, hd := r.steadyVerdict(c, h, g, "p50_us", fmt.Sprintf("arm=%s budget=%s %s", g.Arm, g.Budget, shapeOf(g)), string(h.Protocol), "grpc",
 			func(s SteadyRow) float64 { return s.P50Us },
 			func(cr ComparisonRow) string {
 				verdict := ""
@@ -1356,7 +1356,7 @@ func (r *Report) protocolRecs(c *Campaign) ([]Recommendation, []held) {
 					verdict = fmt.Sprintf("Under %s%s, gRPC answers %s sooner than %s at p50 %s, %s, for %s at %s", g.Budget, r.within(c, "steady"), factor(f), h.Protocol, ci, pEq(cr.PValue), g.Arm, shapeOf(g))
 				}
 				return prose(verdict, fmt.Sprintf("%s vs gRPC: %s vs %s µs p50, %s vs %s µs server CPU per call, %.0f vs %.0f calls/s",
-					h.Protocol, numText(cr.MedianA), numText(cr.MedianB), us(h.ServerCPUUsPerCall), us(g.ServerCPUUsPerCall), h.CallsPerS, g.CallsPerS))
+					h.Protocol, numText(cr.MedianA), numText(cr.MedianB), us(valF(h.ServerCPUUsPerCall)), us(valF(g.ServerCPUUsPerCall)), h.CallsPerS, g.CallsPerS))
 			})
 		if text == "" {
 			hs = append(hs, hd)
@@ -1364,8 +1364,8 @@ func (r *Report) protocolRecs(c *Campaign) ([]Recommendation, []held) {
 		}
 		var ct cite
 		ct.from(c)
-		ct.add(r.steadyRef(c, g), g.Doubt())
-		ct.add(r.steadyRef(c, h), h.Doubt())
+		ct.add(r.steadyRef(c, g), steadyDoubt(g))
+		ct.add(r.steadyRef(c, h), steadyDoubt(h))
 		out = append(out, ct.rec(text))
 	}
 	return out, hs
@@ -1379,7 +1379,7 @@ func pairs(c *Campaign, arm string) [][2]SteadyRow {
 	done := map[string]bool{}
 	for _, pref := range []string{"sequential", ""} {
 		for _, g := range c.Steady {
-			if g.Protocol != "grpc" || g.Arm != arm || (pref != "" && g.Scenario != pref) || done[g.Budget] {
+			if g.Protocol != "grpc" || g.Arm != arm || (pref != "" && string(g.Scenario) != pref) || done[g.Budget] {
 				continue
 			}
 			found := false
@@ -1407,7 +1407,7 @@ type shape struct {
 }
 
 func shapeOf(s SteadyRow) shape {
-	return shape{s.Scenario, s.PayloadBytes, s.Concurrency, s.Conns, s.Depth, s.RateReq}
+	return shape{string(s.Scenario), s.PayloadBytes, s.Concurrency, s.Conns, s.Depth, s.RateReq}
 }
 
 func (s shape) String() string {

@@ -629,7 +629,7 @@ func TestRecommendationsSkipEmptyFigures(t *testing.T) {
 			Sample{Arm: "c", Budget: "max", Run: i + 1, FirstRPCMs: 30 + d})
 		for _, s := range []SteadyRow{
 			{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1000 + 10*d, P50Us: 100},
-			{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1500 + 10*d, P50Us: 90, ServerCPUUsPerCall: 50},
+			{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1500 + 10*d, P50Us: 90, ServerCPUUsPerCall: fp(50)},
 		} {
 			c.SteadyRounds = append(c.SteadyRounds, SteadyRound{SteadyRow: s, Round: i + 1})
 		}
@@ -638,7 +638,7 @@ func TestRecommendationsSkipEmptyFigures(t *testing.T) {
 	c.Summaries = append(c.Summaries, Summary{Summary: campaign.Summary{Arm: "a", Budget: "max", Runs: 5, MedianMs: 0}})
 	c.Steady = []SteadyRow{
 		{Arm: "a", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1000, P50Us: 100},
-		{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1500, P50Us: 90, ServerCPUUsPerCall: 50},
+		{Arm: "b", Budget: "max", Protocol: "grpc", Scenario: "throughput", Concurrency: 32, CallsPerS: 1500, P50Us: 90, ServerCPUUsPerCall: fp(50)},
 	}
 	r := &Report{Campaigns: []*Campaign{c}}
 	recs := r.Recommendations()

@@ -50,8 +50,8 @@ func (s Summary) Doubt() string {
 // median) is doubted: the rounds disagree.
 const SteadySpread = 0.2
 
-// Doubt says why a steady row is doubted ("" = it is not).
-func (r SteadyRow) Doubt() string {
+// steadyDoubt says why a steady row is doubted ("" = it is not).
+func steadyDoubt(r SteadyRow) string {
 	var why []string
 	if r.Errors > 0 {
 		e := fmt.Sprintf("%d errors", r.Errors)
