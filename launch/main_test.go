@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/coldstart-go/coldstart/launch/launchtest"
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/launch/launchtest"
 )
 
 // TestMain removes the test servers built for this package's tests. With

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coldstart-go/coldstart/launch/launchtest"
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
+	"github.com/coldstart-go/coldstart/launch/launchtest"
 	"github.com/coldstart-go/coldstart/prober"
 )
 

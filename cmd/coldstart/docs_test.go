@@ -38,3 +38,27 @@ func TestLayoutComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalPointsNowhereUp keeps docs/layout.md's rule that the import
+// arrows run down to internal/, never back: no package under the module's
+// internal/ depends, directly or not, on one of the module's packages
+// outside it.
+func TestInternalPointsNowhereUp(t *testing.T) {
+	const mod = "github.com/coldstart-go/coldstart/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, mod+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list gave %d internal packages, want the module's", len(lines))
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		for _, dep := range f[1:] {
+			if strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"internal/") {
+				t.Errorf("%s depends on %s, above internal/", strings.TrimPrefix(f[0], mod), strings.TrimPrefix(dep, mod))
+			}
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/builds"
-	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 )
 

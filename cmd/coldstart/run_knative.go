@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/coldstart-go/coldstart/campaign"
-	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/knative"

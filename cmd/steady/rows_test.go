@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coldstart-go/coldstart/internal/cliopts"
+	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
