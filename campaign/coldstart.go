@@ -109,7 +109,7 @@ type Summary = record.Summary
 
 // MinAutoRuns is the fewest counted rounds a campaign with Precision runs:
 // the smallest sample whose median has a 95% interval.
-const MinAutoRuns = 6
+const MinAutoRuns = stats.MinAutoRounds
 
 // Why a campaign with Precision stopped (Stop.Reason).
 const (
@@ -163,10 +163,10 @@ func (c ColdStart) Run(ctx context.Context, onSample func(prober.Sample) error) 
 	switch {
 	case auto && c.Runs != 0:
 		return nil, fmt.Errorf("runs: %d with precision %v, want one of them", c.Runs, c.Precision)
-	case auto && !(c.Precision < 1):
-		return nil, fmt.Errorf("precision: %v, want between 0 and 1, exclusive (e.g. 0.03)", c.Precision)
-	case auto && c.MaxRuns < MinAutoRuns:
-		return nil, fmt.Errorf("max runs: %d, want at least %d", c.MaxRuns, MinAutoRuns)
+	case auto && stats.CheckPrecision(c.Precision) != nil:
+		return nil, fmt.Errorf("precision: %w", stats.CheckPrecision(c.Precision))
+	case auto && stats.CheckMaxRounds(c.MaxRuns) != nil:
+		return nil, fmt.Errorf("max runs: %w", stats.CheckMaxRounds(c.MaxRuns))
 	case !auto && c.Runs <= 0:
 		return nil, fmt.Errorf("runs: %d, want at least 1", c.Runs)
 	}
@@ -314,16 +314,16 @@ func (c ColdStart) Run(ctx context.Context, onSample func(prober.Sample) error) 
 type key struct{ arm, budget string }
 
 // stopAfter says whether a campaign with Precision stops after counted
-// round run: every arm still measured, under every budget, has at least
-// MinAutoRuns counted runs and a median interval within Precision
-// (StopPrecision), or run is the last round (StopMaxRuns); nil to go on.
+// round run, by stats.AutoStop over the first-RPC times of every arm
+// still measured under every budget: StopPrecision, StopMaxRuns, or nil
+// to go on.
 func (c ColdStart) stopAfter(run, last int, budgets []budget.Budget, samples map[key][]prober.Sample, failed map[string]error, conf float64) *Stop {
 	s := &Stop{Rounds: run}
-	done := c.widest(s, budgets, samples, failed, conf)
-	switch {
-	case done && run >= MinAutoRuns:
+	widest := c.widest(s, budgets, samples, failed, conf)
+	switch (stats.AutoStop{Precision: c.Precision, Max: last}).After(run, widest) {
+	case stats.Precise:
 		s.Reason = StopPrecision
-	case run >= last:
+	case stats.AtCap:
 		s.Reason = StopMaxRuns
 	default:
 		return nil
@@ -332,10 +332,10 @@ func (c ColdStart) stopAfter(run, last int, budgets []budget.Budget, samples map
 }
 
 // widest fills s's widest median interval over the arms still measured
-// and every budget, and reports whether every one is within Precision.
-func (c ColdStart) widest(s *Stop, budgets []budget.Budget, samples map[key][]prober.Sample, failed map[string]error, conf float64) bool {
-	worst, all := -1.0, true
-	s.WidestHalfWidth, s.WidestArm, s.WidestBudget = nil, "", ""
+// and every budget (stats.Widest), and returns its half-width.
+func (c ColdStart) widest(s *Stop, budgets []budget.Budget, samples map[key][]prober.Sample, failed map[string]error, conf float64) float64 {
+	var series [][]float64
+	var keys []key
 	for _, b := range budgets {
 		for _, a := range c.Arms {
 			if failed[a.Name] != nil {
@@ -345,23 +345,18 @@ func (c ColdStart) widest(s *Stop, budgets []budget.Budget, samples map[key][]pr
 			for _, p := range samples[key{a.Name, b.String()}] {
 				xs = append(xs, p.FirstRPCMs)
 			}
-			m := stats.MedianCI(xs, conf)
-			hw := math.Inf(1)
-			if m.Finite() && m.Value > 0 {
-				hw = math.Max(m.Value-m.Low, m.High-m.Value) / m.Value
-			}
-			if !(hw <= c.Precision) {
-				all = false
-			}
-			if hw > worst {
-				worst, s.WidestArm, s.WidestBudget = hw, a.Name, b.String()
-			}
+			series, keys = append(series, xs), append(keys, key{a.Name, b.String()})
 		}
 	}
-	if !math.IsInf(worst, 1) && worst >= 0 {
-		s.WidestHalfWidth = &worst
+	worst, at := stats.Widest(series, conf)
+	s.WidestHalfWidth, s.WidestArm, s.WidestBudget = nil, "", ""
+	if at >= 0 {
+		s.WidestArm, s.WidestBudget = keys[at].arm, keys[at].budget
+		if !math.IsInf(worst, 1) {
+			s.WidestHalfWidth = &worst
+		}
 	}
-	return all
+	return worst
 }
 
 func progressNote(s prober.Sample, err error) string {

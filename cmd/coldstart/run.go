@@ -52,7 +52,7 @@ type runOptions struct {
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
 	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Cluster: cliopts.NewCluster(),
-		Precision: 0.03, MaxRuns: 60}
+		Precision: stats.DefaultPrecision, MaxRuns: 60}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
