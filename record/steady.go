@@ -223,6 +223,15 @@ type RoundStats struct {
 	// BusyRounds counts rounds run while other work kept the machine busy
 	// (noise.Window.Busy).
 	BusyRounds int `json:"busy_rounds,omitempty"`
+	// Stopped says why the step's rounds stopped when their number was
+	// left open (steady run --rounds auto): "precision" (every arm's
+	// calls/s and server CPU per call medians within Precision),
+	// "max-rounds" (MaxRounds came first) or "interrupted" (the rounds
+	// finished are kept); empty for a fixed number of rounds. Precision
+	// and MaxRounds are the rule's settings.
+	Stopped   string  `json:"stopped,omitempty" render:"-"`
+	Precision float64 `json:"precision,omitempty" render:"-"`
+	MaxRounds int     `json:"max_rounds,omitempty" render:"-"`
 }
 
 // Interval is a median's confidence interval over rounds; nil bounds are

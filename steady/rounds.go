@@ -14,6 +14,109 @@ import (
 // Config.Rounds is 0.
 const DefaultRounds = 5
 
+// DefaultMaxRounds is the cap on a step's rounds a front end offers with
+// Config.Precision (steady run --rounds auto --max-rounds): six times
+// DefaultRounds, so a step that never settles costs at most that much
+// more than a fixed run.
+const DefaultMaxRounds = 30
+
+// Why a step run with Config.Precision stopped (Stop.Reason, and the
+// step rows' Stopped).
+const (
+	StopPrecision   = "precision"   // every watched median's interval was within Precision
+	StopMaxRounds   = "max-rounds"  // MaxRounds rounds were measured first
+	StopInterrupted = "interrupted" // the context was cancelled: the rounds finished are kept
+)
+
+// Figures Config.Precision watches (Stop.WidestFigure).
+const (
+	FigureCallsPerS = "calls/s"
+	FigureServerCPU = "server CPU per call"
+)
+
+// Stop is why one step's rounds, run with Config.Precision, stopped, and
+// where they stood then.
+type Stop struct {
+	Budget string `json:"budget"`
+	// Step names the step as progress lines do ("grpc sequential 8B
+	// c=1 conns=1 depth=1").
+	Step   string `json:"step"`
+	Reason string `json:"reason"`
+	// Rounds is the number of rounds finished.
+	Rounds    int     `json:"rounds"`
+	Precision float64 `json:"precision"`
+	MaxRounds int     `json:"max_rounds"`
+	// WidestHalfWidth is the widest watched median interval's half-width
+	// relative to its median (0.03 = ±3%); nil when one had no interval
+	// yet. WidestArm and WidestFigure name it.
+	WidestHalfWidth *float64 `json:"widest_half_width"`
+	WidestArm       string   `json:"widest_arm,omitempty"`
+	WidestFigure    string   `json:"widest_figure,omitempty"`
+}
+
+// String says why the step stopped, for stderr.
+func (s Stop) String() string {
+	w := "no interval yet"
+	if s.WidestHalfWidth != nil {
+		w = fmt.Sprintf("±%.1f%%", 100**s.WidestHalfWidth)
+	}
+	at := fmt.Sprintf("widest median interval %s (%s %s)", w, s.WidestArm, s.WidestFigure)
+	if s.WidestArm == "" {
+		at = "no arm measured"
+	}
+	step := s.Step
+	if s.Budget != "" {
+		step += " under " + s.Budget
+	}
+	switch s.Reason {
+	case StopPrecision:
+		return fmt.Sprintf("%s: stopped after %d rounds: every calls/s and server CPU per call median within ±%.1f%%; %s", step, s.Rounds, 100*s.Precision, at)
+	case StopMaxRounds:
+		return fmt.Sprintf("%s: stopped at the cap of %d rounds before every median was within ±%.1f%%; %s", step, s.MaxRounds, 100*s.Precision, at)
+	}
+	return fmt.Sprintf("%s: interrupted after %d rounds, kept; %s", step, s.Rounds, at)
+}
+
+// maxRounds is the most rounds a step runs: Rounds, or MaxRounds with
+// Precision set.
+func (c Config) maxRounds() int {
+	if c.Precision > 0 {
+		return c.MaxRounds
+	}
+	return c.Rounds
+}
+
+// widest fills s's widest watched median interval over the arms' rounds
+// (stats.Widest over each arm's calls/s, and its server CPU per call
+// where any round read it), and returns its half-width.
+func widest(s *Stop, servers []*server, rounds [][]Row, confidence float64) float64 {
+	var series [][]float64
+	type at struct{ arm, figure string }
+	var names []at
+	for i, rs := range rounds {
+		var calls, cpu []float64
+		for _, r := range rs {
+			calls = append(calls, r.CallsPerS)
+			if v, ok := deref(r.ServerCPUUsPerCall); ok && !math.IsNaN(v) {
+				cpu = append(cpu, v)
+			}
+		}
+		series, names = append(series, calls), append(names, at{servers[i].arm, FigureCallsPerS})
+		if len(cpu) > 0 {
+			series, names = append(series, cpu), append(names, at{servers[i].arm, FigureServerCPU})
+		}
+	}
+	worst, i := stats.Widest(series, confidence)
+	s.WidestHalfWidth, s.WidestArm, s.WidestFigure = nil, "", ""
+	if i >= 0 {
+		s.WidestArm, s.WidestFigure = names[i].arm, names[i].figure
+		if !math.IsInf(worst, 1) {
+			s.WidestHalfWidth = &worst
+		}
+	}
+	return worst
+}
+
 // prepared is one arm's load for one step, connected and warmed, ready for
 // its measured windows.
 type prepared struct {
@@ -137,20 +240,45 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 		}
 	}
 	rounds := make([][]Row, len(servers))
+	auto := cfg.Precision > 0
+	var stop *Stop
+	done := 0 // rounds every arm finished
 	defer func() {
+		if auto && stop == nil && ctx.Err() != nil {
+			stop = &Stop{Reason: StopInterrupted, Rounds: done}
+			whole := make([][]Row, len(rounds))
+			for i, rs := range rounds {
+				whole[i] = rs[:min(len(rs), done)]
+			}
+			widest(stop, servers, whole, cfg.Confidence)
+		}
+		if stop != nil {
+			stop.Budget, stop.Step = servers[0].budget, st.String()
+			stop.Precision, stop.MaxRounds = cfg.Precision, cfg.MaxRounds
+			if cfg.Stopped != nil {
+				if serr := cfg.Stopped(*stop); serr != nil && err == nil {
+					err = fmt.Errorf("record stop: %w", serr)
+				}
+			}
+		}
 		// The medians of the rounds finished, also when a round failed or
 		// the run was interrupted.
 		for _, rs := range rounds {
 			if len(rs) == 0 {
 				continue
 			}
-			if rerr := record(SummarizeRounds(rs, cfg.Confidence)); rerr != nil && err == nil {
+			row := SummarizeRounds(rs, cfg.Confidence)
+			if stop != nil {
+				row.Stopped, row.Precision, row.MaxRounds = stop.Reason, stop.Precision, stop.MaxRounds
+			}
+			if rerr := record(row); rerr != nil && err == nil {
 				err = rerr
 			}
 		}
 	}()
 	n := len(servers)
-	for r := 0; r < cfg.Rounds; r++ {
+	last := cfg.maxRounds()
+	for r := 0; r < last; r++ {
 		for k := 0; k < n; k++ {
 			i := (k + r) % n
 			pr := preps[i]
@@ -178,7 +306,23 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 				return merr
 			}
 		}
-		cfg.reportStep(fmt.Sprintf("steady: %s round %d/%d done", st, r+1, cfg.Rounds))
+		done = r + 1
+		cfg.reportStep(fmt.Sprintf("steady: %s round %d/%d done", st, done, last))
+		if !auto {
+			continue
+		}
+		s := &Stop{Rounds: done}
+		switch (stats.AutoStop{Precision: cfg.Precision, Max: last}).After(done, widest(s, servers, rounds, cfg.Confidence)) {
+		case stats.Precise:
+			s.Reason = StopPrecision
+		case stats.AtCap:
+			s.Reason = StopMaxRounds
+		default:
+			continue
+		}
+		stop = s
+		cfg.skipSteps(last - done) // this step's rounds not run
+		break
 	}
 	return nil
 }

@@ -3,10 +3,14 @@ package steady
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/launch"
 )
 
@@ -109,5 +113,122 @@ func TestSummarizeRoundsLeavesOutMissing(t *testing.T) {
 	none := SummarizeRounds([]Row{{Arm: "a", Round: 1, CallsPerS: 5}}, 0.95)
 	if none.ServerCPUUsPerCall != nil || none.PSSBytes != nil || none.Missing != 1 {
 		t.Errorf("SummarizeRounds without readings: cpu %v pss %v missing %d, want nil, nil, 1", none.ServerCPUUsPerCall, none.PSSBytes, none.Missing)
+	}
+}
+
+// autoRounds runs two arms (one binary under two names) through one
+// sequential step with rounds left open at precision p and cap max, and
+// returns what it recorded and every Stop.
+func autoRounds(ctx context.Context, t *testing.T, p float64, max int, log io.Writer) (*collect, []Stop, error) {
+	t.Helper()
+	a := sampleArm(t)
+	b := a
+	a.Name, b.Name = "a", "b"
+	c := &collect{}
+	var stops []Stop
+	cfg := Config{
+		Arms: []Arm{a, b}, Precision: p, MaxRounds: max, Scenarios: []Scenario{Sequential},
+		Warmup: 100, Calls: 300, Log: log,
+		Stopped: func(s Stop) error { stops = append(stops, s); return nil },
+	}
+	err := Run(ctx, cfg, c.record)
+	return c, stops, err
+}
+
+// TestRoundsAuto: with a loose precision (±90%) every arm's calls/s and
+// server CPU per call are known well enough after a few rounds, long
+// before the cap; with one no window reaches, the step runs to
+// the cap. Each says so once, and every row of medians records why.
+func TestRoundsAuto(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		precision float64
+		max       int
+		reason    string
+		rounds    int
+	}{
+		{"precision", 0.9, 40, StopPrecision, 0}, // rounds: from MinAutoRounds to 39
+		{"cap", 1e-9, stats.MinAutoRounds, StopMaxRounds, stats.MinAutoRounds},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, stops, err := autoRounds(context.Background(), t, tt.precision, tt.max, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(stops) != 1 {
+				t.Fatalf("Stopped called %d times, want once: %+v", len(stops), stops)
+			}
+			s := stops[0]
+			if tt.reason == StopPrecision && s.Rounds >= stats.MinAutoRounds && s.Rounds < tt.max {
+				tt.rounds = s.Rounds // any round from the first that may stop, before the cap
+			}
+			if s.Reason != tt.reason || s.Rounds != tt.rounds || s.Precision != tt.precision || s.MaxRounds != tt.max || !strings.HasPrefix(s.Step, "grpc sequential") {
+				t.Errorf("stop = %+v, want %s after %d rounds of the grpc sequential step", s, tt.reason, tt.rounds)
+			}
+			if s.WidestHalfWidth == nil || (s.WidestArm != "a" && s.WidestArm != "b") || (s.WidestFigure != FigureCallsPerS && s.WidestFigure != FigureServerCPU) {
+				t.Errorf("stop = %+v, want the widest interval, of arm a or b", s)
+			}
+			if len(c.windows) != 2*tt.rounds {
+				t.Errorf("%d windows, want 2 × %d rounds", len(c.windows), tt.rounds)
+			}
+			if len(c.rows) != 2 {
+				t.Fatalf("%d rows of medians, want 2", len(c.rows))
+			}
+			for _, r := range c.rows {
+				if r.Rounds != tt.rounds || r.Stopped != tt.reason || r.Precision != tt.precision || r.MaxRounds != tt.max {
+					t.Errorf("row %s: rounds %d stopped %q precision %v max %d, want %d, %q, %v, %d", r.Arm, r.Rounds, r.Stopped, r.Precision, r.MaxRounds, tt.rounds, tt.reason, tt.precision, tt.max)
+				}
+			}
+		})
+	}
+}
+
+// TestRoundsAutoInterrupted: cancelled in round 3, a step with rounds left
+// open keeps what it measured and says it was interrupted after the two
+// whole rounds.
+func TestRoundsAutoInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := onMeasure(func(n int) {
+		if n == 6 { // round 3's second window
+			cancel()
+		}
+	})
+	c, stops, err := autoRounds(ctx, t, 1e-9, 40, log)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if len(stops) != 1 || stops[0].Reason != StopInterrupted || stops[0].Rounds != 2 {
+		t.Fatalf("stops = %+v, want one interrupted after 2 rounds", stops)
+	}
+	if !strings.Contains(stops[0].String(), "interrupted after 2 rounds, kept") {
+		t.Errorf("Stop.String() = %q", stops[0].String())
+	}
+	for _, r := range c.rows {
+		if r.Stopped != StopInterrupted {
+			t.Errorf("row %s: stopped %q, want interrupted", r.Arm, r.Stopped)
+		}
+	}
+}
+
+// TestRoundsAutoBadConfig: the precision and the cap are checked, and a
+// fixed number of rounds does not go with them.
+func TestRoundsAutoBadConfig(t *testing.T) {
+	arm := []Arm{{Name: "a", Path: "/bin/true"}}
+	for _, tt := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Arms: arm, Precision: 1, MaxRounds: 30}, "Precision: 1, want a fraction of the median between 0 and 1"},
+		{Config{Arms: arm, Precision: -0.5, MaxRounds: 30}, "Precision: -0.5, want"},
+		{Config{Arms: arm, Precision: 0.03, MaxRounds: 5}, "MaxRounds: 5, want at least 6"},
+		{Config{Arms: arm, Precision: 0.03, MaxRounds: 30, Rounds: 5}, "Rounds: 5 rounds with a precision to run until: give one or the other (Precision)"},
+		{Config{Arms: arm, Precision: 0.03, MaxRounds: 30, Soak: time.Hour, Rate: 10}, "Precision: a soak loads one open loop in intervals"},
+	} {
+		err := tt.cfg.Validate()
+		var oe *OptionError
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &oe) {
+			t.Errorf("Validate(%+v) = %v, want an OptionError with %q", tt.cfg, err, tt.want)
+		}
 	}
 }

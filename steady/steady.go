@@ -144,8 +144,26 @@ type Config struct {
 	// other CPUs.
 	GeneratorCPUs []int
 	// Rounds is the number of measured windows per arm and step, the arms
-	// interleaved round by round (0 = DefaultRounds).
+	// interleaved round by round (0 = DefaultRounds, or as many as
+	// Precision takes).
 	Rounds int
+	// Precision, above 0, leaves the number of rounds open (Rounds must
+	// be 0): each step's rounds go on until, for every arm, the medians of
+	// calls/s and of server CPU per call (where it is read) have intervals
+	// reaching no farther than Precision of the median on either side
+	// (max(m−lo, hi−m)/m ≤ Precision, e.g. 0.03) after at least
+	// stats.MinAutoRounds rounds, or MaxRounds rounds were measured
+	// (stats.AutoStop). Those are the figures the verdicts against the
+	// baseline compare; latency percentiles are not waited for. It stops
+	// on precision, never on a comparison's p-value. A ramp's steps,
+	// which run once, are not affected.
+	Precision float64
+	// MaxRounds caps each step's rounds when Precision is set (at least
+	// stats.MinAutoRounds).
+	MaxRounds int
+	// Stopped, when set, gets why each step run with Precision stopped,
+	// also when it was interrupted.
+	Stopped func(Stop) error
 	// Confidence is the level of the intervals over rounds (0 = 95%).
 	Confidence float64
 	// Launcher starts the servers (nil = launch.Process{}).
@@ -188,7 +206,7 @@ func roundLines(cfg Config) int {
 	for _, proto := range cfg.Protocols {
 		for _, st := range steps(cfg, proto) {
 			if st.scenario != Ramp {
-				n += cfg.Rounds
+				n += cfg.maxRounds()
 			}
 		}
 	}
@@ -289,7 +307,7 @@ func (c Config) withDefaults() Config {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	if c.Rounds == 0 {
+	if c.Rounds == 0 && c.Precision == 0 {
 		c.Rounds = d.Rounds
 	}
 	if c.Confidence == 0 {
@@ -394,6 +412,22 @@ func (c Config) Validate() error {
 	}
 	if c.Rounds < 0 {
 		return optionf("Rounds", "%d is negative", c.Rounds)
+	}
+	if c.Precision != 0 {
+		if err := stats.CheckPrecision(c.Precision); err != nil {
+			return &OptionError{Option: "Precision", Err: err}
+		}
+		if err := stats.CheckMaxRounds(c.MaxRounds); err != nil {
+			return &OptionError{Option: "MaxRounds", Err: err}
+		}
+		if c.Rounds != 0 {
+			return &OptionError{Option: "Rounds", Fix: "Precision",
+				Err: fmt.Errorf("%d rounds with a precision to run until: give one or the other", c.Rounds)}
+		}
+		if c.Soak != 0 {
+			return &OptionError{Option: "Precision", Fix: "Soak",
+				Err: errors.New("a soak loads one open loop in intervals, not rounds: nothing to stop on precision")}
+		}
 	}
 	if c.Confidence != 0 {
 		if err := stats.CheckConfidence(c.Confidence); err != nil {
