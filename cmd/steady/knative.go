@@ -30,6 +30,10 @@ func runOnKnative(ctx context.Context, o *runOptions, cfg steady.Config, w io.Wr
 		return err
 	}
 	var rows, rounds []steady.Row
+	cfg.Stopped = func(s steady.Stop) error {
+		rf.Notef("%s", s)
+		return nil
+	}
 	for _, arm := range o.Arms.Names {
 		var t steady.Target
 		if t, err = knative.SteadyTarget(ctx, c, ns, o.ServiceName(arm), arm, o.Target, "", o.Via == "activator"); err != nil {

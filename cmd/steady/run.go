@@ -27,15 +27,20 @@ import (
 // (cliopts.Common) and steady's own; validate parses them into cfg.
 type runOptions struct {
 	cliopts.Common
-	Protocols    string
-	Scenarios    string
-	Payloads     string
-	Concurrency  string
-	Conns        string
-	Pipeline     string
-	Warmup       int
-	Calls        int
-	Rounds       int
+	Protocols   string
+	Scenarios   string
+	Payloads    string
+	Concurrency string
+	Conns       string
+	Pipeline    string
+	Warmup      int
+	Calls       int
+	Rounds      int
+	// AutoRounds (--rounds auto): each step's rounds until its medians
+	// are known within Precision, at most MaxRounds; Rounds is then 0.
+	AutoRounds   bool
+	Precision    float64
+	MaxRounds    int
 	Confidence   float64
 	Duration     time.Duration
 	Rate         float64
@@ -80,7 +85,7 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 		Protocols:   list(d.Protocols, func(p steady.Protocol) string { return string(p) }),
 		Payloads:    list(d.Payloads, func(n int) string { return size.Format(int64(n)) + "B" }),
 		Concurrency: list(d.Concurrency, strconv.Itoa), Conns: list(d.Conns, strconv.Itoa), Pipeline: list(d.Pipeline, strconv.Itoa),
-		Warmup: d.Warmup, Calls: d.Calls, Rounds: d.Rounds, Confidence: d.Confidence, RampP99: d.RampP99, RampErrors: d.RampErrors,
+		Warmup: d.Warmup, Calls: d.Calls, Rounds: d.Rounds, Precision: stats.DefaultPrecision, MaxRounds: steady.DefaultMaxRounds, Confidence: d.Confidence, RampP99: d.RampP99, RampErrors: d.RampErrors,
 		MaxInFlight: d.MaxInFlight, HTTPPath: d.HTTPPath,
 		Client: string(d.Client), SoakInterval: d.SoakInterval, WindowLimit: d.WindowLimit,
 		Cluster: cliopts.NewCluster(),
@@ -101,7 +106,11 @@ over all arms. Each window is recorded ("step_round", with what else the machine
 meanwhile); each row is the medians over the rounds with their --confidence intervals
 ("step"), and its calls/s and server CPU per call against the --baseline arm's rounds of
 the same step: the ratio, its interval, the p-value and the verdict (vs_baseline_* and
-vs_baseline_cpu_*). An interrupted run keeps the rounds it finished. The server's CPU per call comes from /proc (all threads); allocation per call
+vs_baseline_cpu_*). --rounds auto leaves the number open: each step's rounds go on until
+every arm's calls/s and server CPU per call medians (the figures those verdicts compare;
+not latency) have intervals within --precision of the median, after at least 6 rounds, or
+--max-rounds; stderr says why each step stopped and its row records it ("stopped": precision,
+max-rounds or interrupted). An interrupted run keeps the rounds it finished. The server's CPU per call comes from /proc (all threads); allocation per call
 and GC cycles from its runtime metrics when it serves them on $COLDSTART_DEBUG_ADDR.
 
 Server arguments after -- may name {addr}, {host}, {port}, {socket} (a Unix socket instead of
@@ -150,7 +159,9 @@ verdict: stable or drifting.`,
 	f.StringVar(&o.Pipeline, "pipeline", o.Pipeline, "HTTP/1.1 pipelining depths, comma-separated (1 = plain keep-alive; connections = concurrency/depth)")
 	f.IntVar(&o.Warmup, "warmup", o.Warmup, "uncounted calls before each measured window (0 = none)")
 	f.IntVar(&o.Calls, "calls", o.Calls, "calls per closed-loop window (ignored when --duration is set)")
-	f.IntVar(&o.Rounds, "rounds", o.Rounds, "measured windows per arm and step, arms interleaved round by round (at least 1; 5 or more for intervals)")
+	f.Var(&cliopts.AutoCount{N: &o.Rounds, Auto: &o.AutoRounds, Unit: "rounds"}, "rounds", "measured windows per arm and step, arms interleaved round by round (at least 1; 6 or more for 95% intervals), or auto: each step's rounds until every arm's calls/s and server CPU per call medians are within --precision, at most --max-rounds")
+	f.Float64Var(&o.Precision, "precision", o.Precision, "--rounds auto: stop a step once every arm's calls/s and server CPU per call (where read) median intervals reach no farther than this fraction of the median on either side (0.03 = ±3%); latency is not waited for")
+	f.IntVar(&o.MaxRounds, "max-rounds", o.MaxRounds, "--rounds auto: stop a step after this many rounds, however wide the intervals (at least 6)")
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of the intervals over rounds, between 0 and 1")
 	f.DurationVar(&o.Duration, "duration", 0, "length of each open-loop window, and of closed-loop windows when set (0 = --calls)")
 	f.Float64Var(&o.Rate, "rate", 0, "open-loop rate in calls/s (needs --duration); the ramp's first rate")
@@ -233,6 +244,8 @@ var configFlags = map[string]string{
 	"HTTPPath":                "--http-path",
 	"GeneratorCPUs":           "--pin-generator",
 	"Rounds":                  "--rounds",
+	"Precision":               "--precision",
+	"MaxRounds":               "--max-rounds",
 	"Confidence":              "--confidence",
 	"Soak":                    "--soak",
 	"SoakInterval":            "--soak-interval",
@@ -326,8 +339,20 @@ func (o *runOptions) loopConfig(*cobra.Command) error {
 	if o.Calls < 1 {
 		return fmt.Errorf("--calls: %d, want at least 1", o.Calls)
 	}
-	if o.Rounds < 1 {
-		return fmt.Errorf("--rounds: %d, want at least 1 measured window per arm and step (5 or more give intervals)", o.Rounds)
+	if !o.AutoRounds && o.Rounds < 1 {
+		return fmt.Errorf("--rounds: %d, want at least 1 measured window per arm and step (6 or more give 95%% intervals), or auto", o.Rounds)
+	}
+	if err := stats.CheckPrecision(o.Precision); err != nil {
+		return fmt.Errorf("--precision: %w", err)
+	}
+	if o.MaxRounds < stats.MinAutoRounds {
+		return fmt.Errorf("--max-rounds: %d, want at least %d (the fewest rounds whose median has a 95%% interval: below it no step could stop on precision)", o.MaxRounds, stats.MinAutoRounds)
+	}
+	if o.AutoRounds && o.Soak != 0 {
+		return errors.New("--rounds auto: a --soak loads one open loop in --soak-interval rows, not rounds: there are none to stop on precision")
+	}
+	if o.AutoRounds && o.onlyRamp() {
+		return errors.New("--rounds auto: a --ramp searches for its knee once per arm, not in rounds: there are none to stop on precision")
 	}
 	if err := stats.CheckConfidence(o.Confidence); err != nil {
 		return fmt.Errorf("--confidence: %w", err)
@@ -344,6 +369,9 @@ func (o *runOptions) loopConfig(*cobra.Command) error {
 	}
 	c.Calls, c.Duration, c.Rate = o.Calls, o.Duration, o.Rate
 	c.Rounds, c.Confidence = o.Rounds, o.Confidence
+	if o.AutoRounds {
+		c.Precision, c.MaxRounds = o.Precision, o.MaxRounds
+	}
 	c.RampStep, c.RampMax, c.RampP99, c.RampErrors = o.RampStep, o.RampMax, o.RampP99, o.RampErrors
 	c.MaxInFlight, c.HTTPPath = o.MaxInFlight, o.HTTPPath
 	c.Budgets = o.Budgets.Budgets
@@ -428,6 +456,20 @@ func (o *runOptions) checkConfig() error {
 	return o.CheckArms(o.armNames())
 }
 
+// onlyRamp says the scenarios are ramps only (--ramp, or --scenario
+// ramp), which run no rounds.
+func (o *runOptions) onlyRamp() bool {
+	if o.Scenarios == "" {
+		return o.Ramp
+	}
+	for _, s := range strings.Split(o.Scenarios, ",") {
+		if steady.Scenario(strings.TrimSpace(s)) != steady.Ramp {
+			return false
+		}
+	}
+	return true
+}
+
 // callConfig fills cfg.Call from --call and the flags that go with it.
 func (o *runOptions) callConfig(cmd *cobra.Command) error {
 	if o.Call == "" {
@@ -506,6 +548,10 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	bl := record.NewBaselines(cfgArms(cfg), o.Baseline, func(a string) string { return variants[a].Of })
 	base := bl.Base
 	var rows, rounds []steady.Row
+	cfg.Stopped = func(s steady.Stop) error {
+		rf.Notef("%s", s)
+		return nil
+	}
 	err = steady.Run(ctx, cfg, func(r steady.Row) error {
 		r.Variant = variants[r.Arm]
 		if r.Round > 0 {

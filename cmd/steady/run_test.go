@@ -155,6 +155,31 @@ func TestParse(t *testing.T) {
 			arms: []string{"default", "static", "upx", "pgo", "image"},
 		},
 		{
+			// Rounds left open: Rounds 0, the precision and cap set.
+			name: "rounds auto",
+			args: []string{"--rounds", "auto", "--precision", "0.05", "--max-rounds", "12"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Precision: 0.05, MaxRounds: 12, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+			},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
+		},
+		{
+			// --precision and --max-rounds mean nothing without --rounds
+			// auto (checked all the same), and --rounds N after auto wins.
+			name: "rounds fixed after auto",
+			args: []string{"--rounds", "auto", "--rounds", "8", "--precision", "0.1"},
+			want: steady.Config{
+				Protocols: []steady.Protocol{steady.GRPC}, Payloads: []int{8}, Concurrency: []int{1, 32},
+				Conns: []int{1}, Pipeline: []int{1}, Warmup: 20000, Calls: 50000, Rounds: 8, Confidence: 0.95,
+				RampP99: 10 * time.Millisecond, RampErrors: 0.01, MaxInFlight: 128, HTTPPath: "/echo",
+				Budgets: []budget.Budget{{}}, Client: steady.ClientGRPC, WindowLimit: 10 * time.Minute,
+			},
+			arms: []string{"default", "static", "upx", "pgo", "image"},
+		},
+		{
 			// A user's own method, ghz's flag names; metadata k=v,
 			// repeatable, a key given twice keeping both values.
 			name: "call",
@@ -207,6 +232,16 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{[]string{"--concurrency", "0"}, "--concurrency: 0, want at least 1"},
 		{[]string{"--rounds", "0"}, "--rounds: 0, want at least 1 measured window"},
+		{[]string{"--rounds", "many"}, `"many", want a number of rounds or auto`},
+		{[]string{"--rounds", "auto", "--precision", "0"}, "--precision: 0, want a fraction of the median between 0 and 1, exclusive (e.g. 0.03)"},
+		{[]string{"--rounds", "auto", "--precision", "1"}, "--precision: 1, want a fraction of the median between 0 and 1"},
+		{[]string{"--rounds", "auto", "--precision", "3"}, "--precision: 3, want a fraction of the median between 0 and 1"},
+		{[]string{"--rounds", "auto", "--precision", "-0.1"}, "--precision: -0.1, want a fraction"},
+		{[]string{"--rounds", "auto", "--max-rounds", "5"}, "--max-rounds: 5, want at least 6 (the fewest rounds whose median has a 95% interval"},
+		{[]string{"--max-rounds", "0"}, "--max-rounds: 0, want at least 6"},
+		{[]string{"--rounds", "auto", "--soak", "10m", "--rate", "100"}, "--rounds auto: a --soak loads one open loop in --soak-interval rows, not rounds"},
+		{[]string{"--rounds", "auto", "--ramp", "--rate", "100", "--duration", "1s"}, "--rounds auto: a --ramp searches for its knee once per arm"},
+		{[]string{"--rounds", "auto", "--scenario", "ramp", "--rate", "100", "--duration", "1s"}, "--rounds auto: a --ramp"},
 		{[]string{"--confidence", "1.5"}, "--confidence: 1.5: confidence level must be between 0 and 1"},
 		{[]string{"--confidence", "0"}, "--confidence: 0: confidence level must be between 0 and 1"},
 		{[]string{"--concurrency", "1,x"}, `--concurrency: "x" is not a whole number`},
