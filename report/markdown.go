@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -615,6 +616,7 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 			if s.BusyRounds > 0 {
 				rounds += fmt.Sprintf(", %d busy", s.BusyRounds)
 			}
+			rounds += stoppedText(s)
 		}
 		rows = append(rows, []string{
 			s.Arm + dagger(steadyDoubt(s)), s.Budget, string(s.Protocol), string(s.Scenario), fmt.Sprint(s.PayloadBytes), fmt.Sprint(s.Concurrency),
@@ -629,6 +631,11 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 		m.p("Figures are medians over the rounds (one window per arm per round, arms interleaved, order rotated each round), "+
 			"[bracketed] their %.0f%% intervals (none below 6 rounds); \"busy\" rounds ran while other work kept more than %.2f CPUs busy; \"–\" is a reading that failed.\n\n",
 			100*r.confidence(), noise.BusyOtherCPUs)
+	}
+	if c.hasAutoRounds() {
+		m.p("\"auto\" rows ran with `steady run --rounds auto`: each step's rounds until every arm's calls/s and server CPU per call " +
+			"medians had intervals within the precision shown (after at least 6 rounds), or the cap came first (\"cap\"), " +
+			"or the run was interrupted (the rounds finished are kept).\n\n")
 	}
 	m.p("%s Open-loop latency counts from each call's intended send time.\n\n", provenanceLine(c))
 
@@ -742,6 +749,32 @@ func firstLineOf(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// stoppedText says, after a step row's round count, why a step of
+// `steady run --rounds auto` stopped ("" for a fixed number of rounds).
+func stoppedText(s SteadyRow) string {
+	pct := fmt.Sprintf("±%s%%", strconv.FormatFloat(100*s.Precision, 'g', 3, 64))
+	switch s.Stopped {
+	case "":
+		return ""
+	case "precision":
+		return ", auto: " + pct + " reached"
+	case "max-rounds":
+		return fmt.Sprintf(", auto: cap of %d before %s", s.MaxRounds, pct)
+	case "interrupted":
+		return ", auto: interrupted"
+	}
+	return ", auto: " + s.Stopped
+}
+
+func (c *Campaign) hasAutoRounds() bool {
+	for _, s := range c.Steady {
+		if s.Stopped != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Campaign) hasRounds() bool {
