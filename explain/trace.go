@@ -3,7 +3,7 @@
 // server's stderr as they arrive, turns each start into a record.Trace with
 // the traced phases (exec → runtime ready → inits done → accepting → first
 // RPC), and reads the binary's build info (record.Modules) so packages map
-// to modules. record.Explain analyzes the traces.
+// to modules. Analyze attributes their start-up time.
 package explain
 
 import (

@@ -1,6 +1,10 @@
 package record
 
-import "github.com/coldstart-go/coldstart/internal/stats"
+import (
+	"math"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
+)
 
 // VerdictBaseline marks the baseline's own row: it is what the others are
 // compared against.
@@ -130,4 +134,13 @@ func CompareToBaseline(sums []Summary, samples []Sample, want string, confidence
 		s.VsBaseline = NewVsBaselineRounds(base, xa, xb, stats.LessIsFaster, confidence, minEffect)
 	}
 	return bl.Base
+}
+
+// finite is x, or nil when it is infinite (an unbounded interval; JSON
+// has no infinities).
+func finite(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
 }

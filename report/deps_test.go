@@ -16,7 +16,7 @@ var forbiddenDeps = []struct{ prefix, why string }{
 	{"github.com/coldstart-go/coldstart/launch", "launching (plain, runc, docker/podman)"},
 	{"github.com/coldstart-go/coldstart/prober", "probing, and launching through it"},
 	{"github.com/coldstart-go/coldstart/pull", "image pulls (its rows are record.PullRow)"},
-	{"github.com/coldstart-go/coldstart/explain", "init tracing (its rows are record.Trace, its analysis record.Explain)"},
+	{"github.com/coldstart-go/coldstart/explain/inittrace", "traced campaigns (explain itself parses and analyzes: its rows are record.Trace)"},
 	{"github.com/coldstart-go/coldstart/steady", "steady's load generator (its rows are record.SteadyRow, record.SoakRow)"},
 	{"github.com/coldstart-go/coldstart/builds", "building arms"},
 	{"github.com/coldstart-go/coldstart/campaign", "running campaigns"},
@@ -68,7 +68,7 @@ func TestForbiddenDepsMatch(t *testing.T) {
 	for _, d := range []string{
 		"github.com/coldstart-go/coldstart/launch",
 		"github.com/coldstart-go/coldstart/pull",
-		"github.com/coldstart-go/coldstart/explain",
+		"github.com/coldstart-go/coldstart/explain/inittrace",
 		"github.com/coldstart-go/coldstart/steady",
 		"github.com/coldstart-go/coldstart/builds",
 		"github.com/coldstart-go/coldstart/internal/ociimage",
@@ -80,6 +80,7 @@ func TestForbiddenDepsMatch(t *testing.T) {
 	}
 	for _, d := range []string{
 		"github.com/coldstart-go/coldstart/record",
+		"github.com/coldstart-go/coldstart/explain", // parsing and analysis only
 		"github.com/coldstart-go/coldstart/internal/stats",
 		"github.com/coldstart-go/coldstart/pullx", // a prefix is a path, not a string
 		"gonum.org/v1/plot",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/record"
 )
 
@@ -24,14 +25,14 @@ type ExplainModules struct {
 const explainTop = 8
 
 // explainReport analyzes a campaign's traces as coldstart explain does.
-func (c *Campaign) explainReport() record.ExplainReport {
+func (c *Campaign) explainReport() explain.Report {
 	mods := map[string]record.Modules{}
 	var arms []string
 	for _, m := range c.ExplainModules {
 		mods[m.Arm] = m.Modules
 		arms = append(arms, m.Arm)
 	}
-	return record.Explain(c.Traces, record.ExplainOptions{Top: explainTop, Arms: arms, Modules: mods})
+	return explain.Analyze(c.Traces, explain.Options{Top: explainTop, Arms: arms, Modules: mods})
 }
 
 func optMs(v *float64) string {
@@ -110,7 +111,7 @@ func (r *Report) explainSection(m *mdw, plots func(*Campaign, string)) {
 			crows = append(crows, []string{cr.Budget, cr.What, cr.Base, cr.Arm, ms(cr.BaseMs), ms(cr.ArmMs), diff, fmt.Sprintf("%.3f", cr.P), cr.N, cr.Verdict})
 		}
 		if len(crows) > 0 {
-			m.p("**Arms against %s**: Mann-Whitney U at %g, difference (Hodges-Lehmann) with its 95%% interval; packages shown only where they differ; p not corrected for the number of rows.\n\n", er.Compare[0].Base, record.ExplainAlpha)
+			m.p("**Arms against %s**: Mann-Whitney U at %g, difference (Hodges-Lehmann) with its 95%% interval; packages shown only where they differ; p not corrected for the number of rows.\n\n", er.Compare[0].Base, explain.Alpha)
 			m.table([]string{"budget", "what", "base", "arm", "base ms", "arm ms", "arm − base ms [95% CI]", "p", "n", "verdict"}, crows)
 		}
 		if len(er.Notes) > 0 {

@@ -141,10 +141,10 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 		if ctx.Err() != nil {
 			return nil // interrupted: what was traced is in the results file
 		}
-		r := record.Explain(traces, record.ExplainOptions{Top: o.Top, Arms: names, Baseline: o.Baseline, Modules: mods, Variants: variants})
+		r := explain.Analyze(traces, explain.Options{Top: o.Top, Arms: names, Baseline: o.Baseline, Modules: mods, Variants: variants})
 		write := writeExplain
 		if o.Output == render.Table && !o.Wide {
-			write = func(w io.Writer, _ render.Format, r record.ExplainReport) error { return writeExplainText(w, r) }
+			write = func(w io.Writer, _ render.Format, r explain.Report) error { return writeExplainText(w, r) }
 		}
 		if err := write(w, o.Output, r); err != nil {
 			return err
@@ -162,7 +162,7 @@ func runExplain(ctx context.Context, o *explainOptions, w io.Writer) error {
 // packages, modules, comparisons) and the notes. In a table each phase
 // row's first RPC against the baseline's is one "first_rpc vs BASE"
 // column.
-func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
+func writeExplain(w io.Writer, f render.Format, r explain.Report) error {
 	if f == render.JSON {
 		if r.Notes == nil {
 			r.Notes = []string{}
@@ -184,7 +184,7 @@ func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 		{"phases (ms; each slice the median of its length per run)", r.Phases, len(r.Phases), []cliopts.VsColumn{vs}},
 		{"packages by median init time", r.Packages, len(r.Packages), nil},
 		{"modules (sum of their packages' inits)", r.Modules, len(r.Modules), nil},
-		{fmt.Sprintf("arms against %s (Mann-Whitney U, alpha %g; p not corrected for the number of rows)", baseArm(r), record.ExplainAlpha), r.Compare, len(r.Compare), nil},
+		{fmt.Sprintf("arms against %s (Mann-Whitney U, alpha %g; p not corrected for the number of rows)", baseArm(r), explain.Alpha), r.Compare, len(r.Compare), nil},
 	}
 	for i, s := range sections {
 		if s.n == 0 {
@@ -221,7 +221,7 @@ func writeExplain(w io.Writer, f render.Format, r record.ExplainReport) error {
 	return nil
 }
 
-func baseArm(r record.ExplainReport) string {
+func baseArm(r explain.Report) string {
 	if len(r.Compare) > 0 {
 		return r.Compare[0].Base
 	}
@@ -230,7 +230,7 @@ func baseArm(r record.ExplainReport) string {
 
 // phaseBaseline is the arm the phase rows were compared against ("" when
 // none was), variants' own arms aside.
-func phaseBaseline(rows []record.ExplainPhaseRow) string {
+func phaseBaseline(rows []explain.PhaseRow) string {
 	for _, p := range rows {
 		if p.Baseline != "" && !p.Variant.IsVariant() {
 			return p.Baseline
@@ -242,7 +242,7 @@ func phaseBaseline(rows []record.ExplainPhaseRow) string {
 // phaseVs is a phase row's first RPC against the baseline's (base, the
 // column's; a variant's against its own arm's, named), saying how many
 // runs there were where there is no interval.
-func phaseVs(p record.ExplainPhaseRow, base string) string {
+func phaseVs(p explain.PhaseRow, base string) string {
 	return cliopts.VsTextIn(p.VsBaseline, base, fmt.Sprintf("(no CI: %d runs)", p.Runs))
 }
 

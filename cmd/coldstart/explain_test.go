@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -61,9 +62,9 @@ func TestExplainFlags(t *testing.T) {
 // JSON a single object whose unbounded intervals are null.
 func TestWriteExplain(t *testing.T) {
 	v := func(x float64) *float64 { return &x }
-	r := record.ExplainReport{
-		Phases: []record.ExplainPhaseRow{{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3), InitsMs: v(5), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 2, AcceptingMs: 9.5, FirstRPCMs: 11.5, InitTotalMs: v(4)}},
-		Packages: []record.ExplainPackageRow{{Arm: "default", Budget: "max", Rank: 1, Package: "example.com/heavy", Module: "example.com", MedianMs: 30, CILoMs: v(30), CIHiMs: v(31), ResolutionMs: 1, SharePct: 88, Bytes: 4 << 20, Allocs: 3, Runs: 6},
+	r := explain.Report{
+		Phases: []explain.PhaseRow{{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3), InitsMs: v(5), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 2, AcceptingMs: 9.5, FirstRPCMs: 11.5, InitTotalMs: v(4)}},
+		Packages: []explain.PackageRow{{Arm: "default", Budget: "max", Rank: 1, Package: "example.com/heavy", Module: "example.com", MedianMs: 30, CILoMs: v(30), CIHiMs: v(31), ResolutionMs: 1, SharePct: 88, Bytes: 4 << 20, Allocs: 3, Runs: 6},
 			{Arm: "default", Budget: "max", Rank: 2, Package: "net/http", Module: "std", MedianMs: 0.1, ResolutionMs: 0.01, Runs: 2}},
 		Notes: []string{"default arm: something\nsecond line"},
 	}
@@ -83,7 +84,7 @@ func TestWriteExplain(t *testing.T) {
 	if err := writeExplain(&js, render.JSON, r); err != nil {
 		t.Fatal(err)
 	}
-	var back record.ExplainReport
+	var back explain.Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON output does not read back: %v\n%s", err, js.String())
 	}
@@ -100,7 +101,7 @@ func TestWriteExplain(t *testing.T) {
 // vs_baseline_* fields instead.
 func TestWriteExplainVsBaseline(t *testing.T) {
 	v := func(x float64) *float64 { return &x }
-	r := record.ExplainReport{Phases: []record.ExplainPhaseRow{
+	r := explain.Report{Phases: []explain.PhaseRow{
 		{Arm: "default", Budget: "max", Runs: 8, FirstRPCMs: 10, VsBaseline: record.VsBaseline{Baseline: "default", Verdict: record.VerdictBaseline}},
 		{Arm: "upx", Budget: "max", Runs: 8, FirstRPCMs: 100, VsBaseline: record.VsBaseline{Baseline: "default", Ratio: v(10), CILow: v(9.5), CIHigh: v(10.4), P: v(0.0002), Verdict: "slower"}},
 		{Arm: "static", Budget: "max", Runs: 2, FirstRPCMs: 9, VsBaseline: record.VsBaseline{Baseline: "default", Ratio: v(0.9), P: v(0.33), Verdict: "no difference detected"}},
@@ -146,24 +147,24 @@ func TestWriteExplainVsBaseline(t *testing.T) {
 // rest.
 func TestWriteExplainText(t *testing.T) {
 	v := func(x float64) *float64 { return &x }
-	r := record.ExplainReport{
-		Phases: []record.ExplainPhaseRow{
+	r := explain.Report{
+		Phases: []explain.PhaseRow{
 			{Arm: "default", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(3.5), InitsMs: v(8.5), MainUntilListenMs: v(1.4), ListenToFirstRPCMs: 1.8, FirstRPCMs: 16.7,
 				VsBaseline: record.VsBaseline{Baseline: "default", Verdict: record.VerdictBaseline}},
 			{Arm: "static", Budget: "max", Runs: 6, TracedRuns: 6, ExecToRuntimeMs: v(1.5), InitsMs: v(6.1), MainUntilListenMs: v(1.5), ListenToFirstRPCMs: 1.8, FirstRPCMs: 13.6,
 				VsBaseline: record.VsBaseline{Baseline: "default", Ratio: v(0.752), CILow: v(0.407), CIHigh: v(1.43), P: v(0.31), Verdict: "no difference detected"}},
 		},
-		Packages: []record.ExplainPackageRow{
+		Packages: []explain.PackageRow{
 			{Arm: "default", Budget: "max", Rank: 1, Package: "google.golang.org/protobuf/reflect/protodesc", MedianMs: 0.42, SharePct: 13.1},
 			{Arm: "default", Budget: "max", Rank: 2, Package: "runtime", MedianMs: 0.165, SharePct: 5.2},
 			{Arm: "static", Budget: "max", Rank: 1, Package: "google.golang.org/protobuf/reflect/protodesc", MedianMs: 0.395, SharePct: 12.3},
 			{Arm: "static", Budget: "max", Rank: 2, Package: "golang.org/x/net/trace", MedianMs: 0.061, SharePct: 1.9},
 		},
-		Modules: []record.ExplainModuleRow{
+		Modules: []explain.ModuleRow{
 			{Arm: "default", Budget: "max", Module: "std", Version: "", MedianMs: 1.23, SharePct: 38.3},
 			{Arm: "static", Budget: "max", Module: "std", MedianMs: 1.12, SharePct: 34.9},
 		},
-		Compare: []record.ExplainCompareRow{
+		Compare: []explain.CompareRow{
 			{Budget: "max", What: "exec_to_runtime", Base: "default", Arm: "static", BaseMs: 3.53, ArmMs: 1.47, DiffMs: -1.93, DiffLoMs: v(-47.8), DiffHiMs: v(-0.851), P: 0.009, N: "6+6", Verdict: "static faster"},
 			{Budget: "max", What: "init google.golang.org/protobuf/reflect/protodesc", Base: "default", Arm: "static", DiffMs: 0, P: 0.96, N: "6+6", Verdict: "no difference detected"},
 			{Budget: "max", What: "inits", Base: "default", Arm: "static", DiffMs: -1.91, P: 0.39, N: "6+6", Verdict: "no difference detected"},

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
+	"github.com/coldstart-go/coldstart/explain"
 	"github.com/coldstart-go/coldstart/internal/stats"
-	"github.com/coldstart-go/coldstart/record"
 )
 
 // writeExplainText prints explain's report for a terminal, within
@@ -19,14 +19,14 @@ import (
 // resolved a difference, and how many did not. Every field the tables
 // leave out (intervals per package, bytes, allocations, resolution) is in
 // --wide, -o csv and -o json.
-func writeExplainText(w io.Writer, r record.ExplainReport) error {
+func writeExplainText(w io.Writer, r explain.Report) error {
 	budgets := explainBudgets(r)
 	fmt.Fprintln(w, wrap(explainHeader(r, budgets), textWidth, "  "))
 	for _, b := range budgets {
-		phases := filterBudget(r.Phases, b, func(p record.ExplainPhaseRow) string { return p.Budget })
-		pkgs := filterBudget(r.Packages, b, func(p record.ExplainPackageRow) string { return p.Budget })
-		mods := filterBudget(r.Modules, b, func(m record.ExplainModuleRow) string { return m.Budget })
-		cmps := filterBudget(r.Compare, b, func(c record.ExplainCompareRow) string { return c.Budget })
+		phases := filterBudget(r.Phases, b, func(p explain.PhaseRow) string { return p.Budget })
+		pkgs := filterBudget(r.Packages, b, func(p explain.PackageRow) string { return p.Budget })
+		mods := filterBudget(r.Modules, b, func(m explain.ModuleRow) string { return m.Budget })
+		cmps := filterBudget(r.Compare, b, func(c explain.CompareRow) string { return c.Budget })
 		if len(budgets) > 1 {
 			fmt.Fprintf(w, "\n%s\n", b)
 		}
@@ -39,7 +39,7 @@ func writeExplainText(w io.Writer, r record.ExplainReport) error {
 		arms := explainArms(phases, pkgs, mods)
 		if len(pkgs) > 0 {
 			fmt.Fprintf(w, "\ninit time by package (median ms; %% of %s's init total)\n", arms[0])
-			if err := explainByArm(w, "package", arms, pkgs, func(p record.ExplainPackageRow) (string, string, float64, float64) {
+			if err := explainByArm(w, "package", arms, pkgs, func(p explain.PackageRow) (string, string, float64, float64) {
 				return p.Package, p.Arm, p.MedianMs, p.SharePct
 			}); err != nil {
 				return err
@@ -47,7 +47,7 @@ func writeExplainText(w io.Writer, r record.ExplainReport) error {
 		}
 		if len(mods) > 0 {
 			fmt.Fprintf(w, "\ninit time by module (median ms of its packages' sum)\n")
-			if err := explainByArm(w, "module", arms, mods, func(m record.ExplainModuleRow) (string, string, float64, float64) {
+			if err := explainByArm(w, "module", arms, mods, func(m explain.ModuleRow) (string, string, float64, float64) {
 				return m.Module, m.Arm, m.MedianMs, m.SharePct
 			}); err != nil {
 				return err
@@ -71,7 +71,7 @@ func writeExplainText(w io.Writer, r record.ExplainReport) error {
 
 // explainHeader states what all rows share: runs, traced runs, the budget
 // when there is one, the baseline and where the medians start.
-func explainHeader(r record.ExplainReport, budgets []string) string {
+func explainHeader(r explain.Report, budgets []string) string {
 	var parts []string
 	runs := map[string]bool{}
 	for _, p := range r.Phases {
@@ -94,7 +94,7 @@ func explainHeader(r record.ExplainReport, budgets []string) string {
 	return strings.Join(parts, "; ")
 }
 
-func explainBudgets(r record.ExplainReport) []string {
+func explainBudgets(r explain.Report) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(b string) {
@@ -130,7 +130,7 @@ func filterBudget[T any](rows []T, budget string, of func(T) string) []T {
 
 // explainArms lists the arms: the baseline first, then the phases' order,
 // then any only the other tables name.
-func explainArms(phases []record.ExplainPhaseRow, pkgs []record.ExplainPackageRow, mods []record.ExplainModuleRow) []string {
+func explainArms(phases []explain.PhaseRow, pkgs []explain.PackageRow, mods []explain.ModuleRow) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(a string) {
@@ -154,7 +154,7 @@ func explainArms(phases []record.ExplainPhaseRow, pkgs []record.ExplainPackageRo
 	return out
 }
 
-func explainPhases(w io.Writer, rows []record.ExplainPhaseRow) error {
+func explainPhases(w io.Writer, rows []explain.PhaseRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	base := phaseBaseline(rows)
 	fmt.Fprintln(tw, "arm\texec→runtime\tinits\tmain→listen\tlisten→RPC\tfirst RPC\t"+"first RPC "+cliopts.VsHeader(base))
@@ -214,8 +214,8 @@ func explainByArm[T any](w io.Writer, what string, arms []string, rows []T, of f
 
 // explainCompare lists the comparisons that resolved a difference, with
 // their interval, and counts those that did not.
-func explainCompare(w io.Writer, rows []record.ExplainCompareRow) error {
-	var resolved []record.ExplainCompareRow
+func explainCompare(w io.Writer, rows []explain.CompareRow) error {
+	var resolved []explain.CompareRow
 	for _, c := range rows {
 		if c.Verdict == string(stats.NoDifference) {
 			continue
@@ -223,7 +223,7 @@ func explainCompare(w io.Writer, rows []record.ExplainCompareRow) error {
 		resolved = append(resolved, c)
 	}
 	base := rows[0].Base
-	title := fmt.Sprintf("against %s (Mann-Whitney U, alpha %g, not corrected for the %d comparisons)", base, record.ExplainAlpha, len(rows))
+	title := fmt.Sprintf("against %s (Mann-Whitney U, alpha %g, not corrected for the %d comparisons)", base, explain.Alpha, len(rows))
 	fmt.Fprintln(w, title)
 	if len(resolved) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)

@@ -28,7 +28,7 @@ const slowInit = "internal/testservers/slowinit"
 var heavyPkg = testservers.Module + "/" + slowInit + "/heavy"
 
 // run traces arms n times each and analyzes them with each arm's build info.
-func run(t *testing.T, n int, arms ...campaign.Arm) ([]record.Trace, record.ExplainReport, error) {
+func run(t *testing.T, n int, arms ...campaign.Arm) ([]record.Trace, explain.Report, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -41,7 +41,7 @@ func run(t *testing.T, n int, arms ...campaign.Arm) ([]record.Trace, record.Expl
 		mods[a.Name] = m
 		names = append(names, a.Name)
 	}
-	return traces, record.Explain(traces, record.ExplainOptions{Top: 10, Arms: names, Modules: mods}), err
+	return traces, explain.Analyze(traces, explain.Options{Top: 10, Arms: names, Modules: mods}), err
 }
 
 var selfTimed = regexp.MustCompile(`heavy: init took ([0-9.]+) ms`)
@@ -160,7 +160,7 @@ func TestComparesArms(t *testing.T) {
 	}
 	for _, c := range r.Compare {
 		if c.What == "inits" || c.What == "init "+heavyPkg {
-			if c.Verdict != "slow slower" || c.P > record.ExplainAlpha {
+			if c.Verdict != "slow slower" || c.P > explain.Alpha {
 				t.Errorf("%s: fast %.2f vs slow %.2f ms: verdict %q p=%.4f, want slow slower", c.What, c.BaseMs, c.ArmMs, c.Verdict, c.P)
 			}
 		}
@@ -177,7 +177,7 @@ func writeScript(t *testing.T, body string) string {
 	return p
 }
 
-func notes(r record.ExplainReport) string { return strings.Join(r.Notes, "\n") }
+func notes(r explain.Report) string { return strings.Join(r.Notes, "\n") }
 
 // Bad input: each case says what it cannot do and why, and keeps the rest.
 func TestBadInput(t *testing.T) {
@@ -193,8 +193,8 @@ func TestBadInput(t *testing.T) {
 		if !strings.Contains(notes(r), "has no Go build info") {
 			t.Errorf("notes %q, want one saying the script has no Go build info", r.Notes)
 		}
-		if len(r.Packages) == 0 || r.Packages[0].Package != heavyPkg || r.Packages[0].Module != record.UnattributedModule {
-			t.Errorf("packages %+v, want heavy first, module %q", r.Packages[:min(1, len(r.Packages))], record.UnattributedModule)
+		if len(r.Packages) == 0 || r.Packages[0].Package != heavyPkg || r.Packages[0].Module != explain.UnattributedModule {
+			t.Errorf("packages %+v, want heavy first, module %q", r.Packages[:min(1, len(r.Packages))], explain.UnattributedModule)
 		}
 		if r.Phases[0].InitsMs == nil {
 			t.Errorf("phases %+v, want the init phase still split", r.Phases[0])

@@ -1,4 +1,4 @@
-package record
+package explain
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/record"
 )
 
-// Explain's analysis: where each arm's start-up time goes, from its traced
-// starts (what `coldstart explain` prints and the report's attribution
+// The analysis of traced starts: where each arm's start-up time goes
+// (what `coldstart explain` prints and the report's attribution
 // section shows). The statistics come from internal/stats, as the rest of
 // coldstart's: the median with its distribution-free confidence interval,
 // and arms compared with the Mann-Whitney U-test and a Hodges-Lehmann
@@ -20,12 +21,12 @@ import (
 // UnattributedModule is the module shown for a package no build info places.
 const UnattributedModule = "?"
 
-// ExplainPhaseRow is where one arm's start-up time goes, under one budget: each
+// PhaseRow is where one arm's start-up time goes, under one budget: each
 // slice is the median over the counted runs of that slice's length in each
 // run, so on a noisy machine the slices' sum is near FirstRPCMs (the median
 // of the totals) but not equal to it. A slice is absent (null) when the
 // server left no init trace.
-type ExplainPhaseRow struct {
+type PhaseRow struct {
 	Arm        string `json:"arm"`
 	Budget     string `json:"budget"`
 	Runs       int    `json:"runs"`        // counted cold starts that reached first RPC
@@ -51,13 +52,13 @@ type ExplainPhaseRow struct {
 	// VsBaseline sets the counted runs' spawn → first RPC against the
 	// baseline arm's under the same budget: faster, slower or no
 	// difference detected. A variant's is against its own arm's.
-	VsBaseline
+	record.VsBaseline
 	// Variant is what makes the arm a variant (zero for any other).
-	Variant
+	record.Variant
 }
 
-// ExplainPackageRow is one package's init in one arm, ranked by median time.
-type ExplainPackageRow struct {
+// PackageRow is one package's init in one arm, ranked by median time.
+type PackageRow struct {
 	Arm     string `json:"arm"`
 	Budget  string `json:"budget"`
 	Rank    int    `json:"rank"`
@@ -80,9 +81,9 @@ type ExplainPackageRow struct {
 	Runs         int      `json:"runs"`      // runs it was traced in
 }
 
-// ExplainModuleRow sums one module's package inits in one arm: what a dependency
+// ModuleRow sums one module's package inits in one arm: what a dependency
 // costs at start-up.
-type ExplainModuleRow struct {
+type ModuleRow struct {
 	Arm      string  `json:"arm"`
 	Budget   string  `json:"budget"`
 	Module   string  `json:"module"`
@@ -93,10 +94,10 @@ type ExplainModuleRow struct {
 	Bytes    int64   `json:"bytes"`
 }
 
-// ExplainCompareRow is one figure of an arm against the baseline arm
-// (ExplainOptions.Baseline), tested with the Mann-Whitney U-test at
-// ExplainAlpha.
-type ExplainCompareRow struct {
+// CompareRow is one figure of an arm against the baseline arm
+// (Options.Baseline), tested with the Mann-Whitney U-test at
+// Alpha.
+type CompareRow struct {
 	Budget string  `json:"budget"`
 	What   string  `json:"what"` // a phase slice, "init_total", or "init PKG"
 	Base   string  `json:"base_arm"`
@@ -113,37 +114,37 @@ type ExplainCompareRow struct {
 	Verdict  string   `json:"verdict"`
 }
 
-// ExplainReport is what explain found.
-type ExplainReport struct {
-	Phases   []ExplainPhaseRow   `json:"phases"`
-	Packages []ExplainPackageRow `json:"packages"`
-	Modules  []ExplainModuleRow  `json:"modules"`
-	Compare  []ExplainCompareRow `json:"compare"`
+// Report is what explain found.
+type Report struct {
+	Phases   []PhaseRow   `json:"phases"`
+	Packages []PackageRow `json:"packages"`
+	Modules  []ModuleRow  `json:"modules"`
+	Compare  []CompareRow `json:"compare"`
 	// Notes say what could not be measured or attributed, and why.
 	Notes []string `json:"notes"`
 }
 
-// ExplainOptions tune Explain.
-type ExplainOptions struct {
+// Options tune Analyze.
+type Options struct {
 	// Top is how many packages to list per arm (0 = 10).
 	Top int
 	// Arms is the order arms are reported in (nil = as they first
 	// appear).
 	Arms []string
 	// Baseline is the arm the others are compared against ("" = default
-	// when traced, else the first arm: ChooseBaseline).
+	// when traced, else the first arm: record.ChooseBaseline).
 	Baseline string
 	// Modules is each arm's build info (missing = packages unattributed).
-	Modules map[string]Modules
+	Modules map[string]record.Modules
 	// Variants are the arms that are variants, by name: each is compared
 	// against its own arm (Variant.Of), not Baseline.
-	Variants map[string]Variant
+	Variants map[string]record.Variant
 }
 
 type group struct{ arm, budget string }
 
-// Explain reduces traces to a report.
-func Explain(traces []Trace, o ExplainOptions) ExplainReport {
+// Analyze reduces traced starts to where their start-up time goes.
+func Analyze(traces []record.Trace, o Options) Report {
 	if o.Top <= 0 {
 		o.Top = 10
 	}
@@ -153,7 +154,7 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 	for _, a := range arms {
 		seenArm[a] = true
 	}
-	byGroup := map[group][]Trace{}
+	byGroup := map[group][]record.Trace{}
 	for _, t := range traces {
 		if !seenArm[t.Arm] {
 			seenArm[t.Arm] = true
@@ -166,8 +167,8 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 		g := group{t.Arm, t.Budget}
 		byGroup[g] = append(byGroup[g], t)
 	}
-	var r ExplainReport
-	bl := NewBaselines(arms, o.Baseline, func(a string) string { return o.Variants[a].Of })
+	var r Report
+	bl := record.NewBaselines(arms, o.Baseline, func(a string) string { return o.Variants[a].Of })
 	for _, a := range arms {
 		if m, ok := o.Modules[a]; ok && m.Note != "" {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s arm: %s", a, m.Note))
@@ -199,9 +200,9 @@ func Explain(traces []Trace, o ExplainOptions) ExplainReport {
 
 // phaseVsBaseline sets a phase row's counted first-RPC times against the
 // baseline arm's under the same budget; nothing when either has none.
-func phaseVsBaseline(row ExplainPhaseRow, base string, byGroup map[group][]Trace) VsBaseline {
+func phaseVsBaseline(row PhaseRow, base string, byGroup map[group][]record.Trace) record.VsBaseline {
 	if row.Arm == base {
-		return VsBaseline{Baseline: base, Verdict: VerdictBaseline}
+		return record.VsBaseline{Baseline: base, Verdict: record.VerdictBaseline}
 	}
 	first := func(arm string) []float64 {
 		var xs []float64
@@ -214,14 +215,14 @@ func phaseVsBaseline(row ExplainPhaseRow, base string, byGroup map[group][]Trace
 	}
 	xa, xb := first(row.Arm), first(base)
 	if len(xa) == 0 || len(xb) == 0 {
-		return VsBaseline{}
+		return record.VsBaseline{}
 	}
-	return NewVsBaseline(base, xa, xb, stats.LessIsFaster, explainConfidence, stats.DefaultMinEffect)
+	return record.NewVsBaseline(base, xa, xb, stats.LessIsFaster, explainConfidence, stats.DefaultMinEffect)
 }
 
 // counted are the runs that reached first RPC and count.
-func counted(ts []Trace) []Trace {
-	var out []Trace
+func counted(ts []record.Trace) []record.Trace {
+	var out []record.Trace
 	for _, t := range ts {
 		if !t.Warmup && t.Error == "" {
 			out = append(out, t)
@@ -233,8 +234,8 @@ func counted(ts []Trace) []Trace {
 // withInits are the runs whose inits count for the package ranking: the
 // counted ones, and any that failed (a server that exits after its inits
 // still shows them); the warm-up only when nothing else has inits.
-func withInits(ts []Trace) []Trace {
-	var out, warm []Trace
+func withInits(ts []record.Trace) []record.Trace {
+	var out, warm []record.Trace
 	for _, t := range ts {
 		if len(t.Inits) == 0 {
 			continue
@@ -254,14 +255,14 @@ func withInits(ts []Trace) []Trace {
 // metrics are the per-run figures arms are compared on, by name.
 var metricNames = []string{"first_rpc", "exec_to_runtime", "inits", "main_until_listen", "listen_to_first_rpc", "init_total"}
 
-func metrics(t Trace) map[string]float64 {
+func metrics(t record.Trace) map[string]float64 {
 	m := map[string]float64{"first_rpc": t.FirstRPCMs}
-	acc, okA := t.Phase(PhaseAccepting)
+	acc, okA := t.Phase(record.PhaseAccepting)
 	if okA {
 		m["listen_to_first_rpc"] = t.FirstRPCMs - acc
 	}
-	ready, okR := t.Phase(PhaseRuntimeReady)
-	done, okD := t.Phase(PhaseInitsDone)
+	ready, okR := t.Phase(record.PhaseRuntimeReady)
+	done, okD := t.Phase(record.PhaseInitsDone)
 	if okR && okD {
 		m["exec_to_runtime"] = ready
 		m["inits"] = done - ready
@@ -279,8 +280,8 @@ func metrics(t Trace) map[string]float64 {
 	return m
 }
 
-func phaseRow(arm, budget string, ts []Trace) (ExplainPhaseRow, []string) {
-	row := ExplainPhaseRow{Arm: arm, Budget: budget}
+func phaseRow(arm, budget string, ts []record.Trace) (PhaseRow, []string) {
+	row := PhaseRow{Arm: arm, Budget: budget}
 	var notes []string
 	cs := counted(ts)
 	row.Runs = len(cs)
@@ -288,7 +289,7 @@ func phaseRow(arm, budget string, ts []Trace) (ExplainPhaseRow, []string) {
 	untraced := 0
 	for _, t := range cs {
 		first = append(first, t.FirstRPCMs)
-		a, okA := t.Phase(PhaseAccepting)
+		a, okA := t.Phase(record.PhaseAccepting)
 		if okA {
 			acc = append(acc, a)
 			listen = append(listen, t.FirstRPCMs-a)
@@ -306,8 +307,8 @@ func phaseRow(arm, budget string, ts []Trace) (ExplainPhaseRow, []string) {
 		}
 		total, bytes, allocs = append(total, s), append(bytes, by), append(allocs, al)
 		npk = append(npk, float64(len(t.Inits)))
-		r, okR := t.Phase(PhaseRuntimeReady)
-		d, okD := t.Phase(PhaseInitsDone)
+		r, okR := t.Phase(record.PhaseRuntimeReady)
+		d, okD := t.Phase(record.PhaseInitsDone)
 		if okR && okD && okA {
 			d = min(max(d, r), a)
 			ready, inits, main = append(ready, r), append(inits, d-r), append(main, a-d)
@@ -348,7 +349,7 @@ func phaseRow(arm, budget string, ts []Trace) (ExplainPhaseRow, []string) {
 	return row, notes
 }
 
-func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]ExplainPackageRow, []ExplainModuleRow) {
+func packageRows(arm, budget string, ts []record.Trace, mods record.Modules, top int) ([]PackageRow, []ModuleRow) {
 	ts = withInits(ts)
 	type acc struct {
 		clock, bytes, allocs []float64
@@ -393,11 +394,11 @@ func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]Expla
 		}
 	}
 	total := med(totals)
-	var rows []ExplainPackageRow
+	var rows []PackageRow
 	for pkg, a := range per {
 		e := explainMedian(a.clock)
 		mod := moduleOf(mods, pkg)
-		rows = append(rows, ExplainPackageRow{
+		rows = append(rows, PackageRow{
 			Arm: arm, Budget: budget, Package: pkg, Module: mod, Version: mods.Version(mod),
 			MedianMs: e.Center, CILoMs: finite(e.Lo), CIHiMs: finite(e.Hi), ResolutionMs: a.res,
 			SharePct: explainPct(e.Center, total),
@@ -419,10 +420,10 @@ func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]Expla
 	for i := range rows {
 		rows[i].Rank = i + 1
 	}
-	var mrows []ExplainModuleRow
+	var mrows []ModuleRow
 	for mod, xs := range modRuns {
 		m := med(xs)
-		mrows = append(mrows, ExplainModuleRow{
+		mrows = append(mrows, ModuleRow{
 			Arm: arm, Budget: budget, Module: mod, Version: mods.Version(mod),
 			Packages: len(modPkgs[mod]), MedianMs: m, SharePct: explainPct(m, total),
 			Bytes: int64(med(modBytes[mod])),
@@ -440,12 +441,9 @@ func packageRows(arm, budget string, ts []Trace, mods Modules, top int) ([]Expla
 	return rows, mrows
 }
 
-func moduleOf(mods Modules, pkg string) string {
+func moduleOf(mods record.Modules, pkg string) string {
 	if m := mods.Module(pkg); m != "" {
 		return m
-	}
-	if mods.Deps == nil && isStd(pkg) { // no build info: std is still std
-		return StdModule
 	}
 	return UnattributedModule
 }
@@ -454,7 +452,7 @@ func moduleOf(mods Modules, pkg string) string {
 // a variant's own arm) under budget b: the phase slices, the init total,
 // and the packages in any arm's top three. Nothing for an arm whose
 // baseline was not traced under b.
-func compareArms(b string, arms []string, bl Baselines, byGroup map[group][]Trace, pkgs []ExplainPackageRow, top int) []ExplainCompareRow {
+func compareArms(b string, arms []string, bl record.Baselines, byGroup map[group][]record.Trace, pkgs []PackageRow, top int) []CompareRow {
 	var present []string
 	for _, a := range arms {
 		if len(counted(byGroup[group{a, b}])) > 0 || len(withInits(byGroup[group{a, b}])) > 0 {
@@ -495,7 +493,7 @@ func compareArms(b string, arms []string, bl Baselines, byGroup map[group][]Trac
 	for _, p := range watch {
 		whats = append(whats, "init "+p)
 	}
-	var rows []ExplainCompareRow
+	var rows []CompareRow
 	for _, arm := range present {
 		base := bl.For(arm)
 		if arm == base || !slices.Contains(present, base) {
@@ -507,7 +505,7 @@ func compareArms(b string, arms []string, bl Baselines, byGroup map[group][]Trac
 				continue
 			}
 			c := explainCompare(xb, xa)
-			row := ExplainCompareRow{
+			row := CompareRow{
 				Budget: b, What: w, Base: base, Arm: arm,
 				BaseMs: med(xa), ArmMs: med(xb),
 				DiffMs: round3(c.Diff), DiffLoMs: finite(round3(c.DiffLow)), DiffHiMs: finite(round3(c.DiffHigh)),
@@ -528,7 +526,7 @@ func verdict(arm string, c stats.Comparison) string {
 	v := c.Verdict(stats.LessIsFaster)
 	if v == stats.NoDifference {
 		if min(c.NA, c.NB) < minTestRuns {
-			return fmt.Sprintf("%s (fewer than %d runs per arm: the test cannot reach p < %g)", v, minTestRuns, ExplainAlpha)
+			return fmt.Sprintf("%s (fewer than %d runs per arm: the test cannot reach p < %g)", v, minTestRuns, Alpha)
 		}
 		return string(v)
 	}
@@ -580,8 +578,8 @@ func firstLines(s string, n int) string {
 // difference is significant below p = 1 − explainConfidence.
 const explainConfidence = stats.DefaultConfidence
 
-// ExplainAlpha is the significance level below which two arms differ.
-const ExplainAlpha = 1 - explainConfidence
+// Alpha is the significance level below which two arms differ.
+const Alpha = 1 - explainConfidence
 
 // explainEstimate is a median with its confidence interval (±Inf when the runs
 // are too few to bound it).
