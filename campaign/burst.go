@@ -57,7 +57,7 @@ type Burst struct {
 	Log      io.Writer
 }
 
-// BurstSizes parses --burst's list of sizes ("1,2,4,8"): whole numbers of
+// BurstSizes parses a list of burst sizes ("1,2,4,8"): whole numbers of
 // at least 1, returned in ascending order without repeats and with 1
 // added when missing (every size is compared with N=1).
 func BurstSizes(list string) ([]int, error) {
@@ -67,9 +67,9 @@ func BurstSizes(list string) ([]int, error) {
 		n, err := strconv.Atoi(f)
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("--burst: %q is not a whole number: want a list of instance counts, e.g. 1,2,4,8", f)
+			return nil, fmt.Errorf("%q is not a whole number: want a list of instance counts, e.g. 1,2,4,8", f)
 		case n < 1:
-			return nil, fmt.Errorf("--burst: %d, want at least 1 instance per burst", n)
+			return nil, fmt.Errorf("%d, want at least 1 instance per burst", n)
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)

@@ -176,8 +176,8 @@ func TestBurstDoesNotFit(t *testing.T) {
 	c := Burst{Arms: []Arm{burstArm(ts, "default")}, Budgets: []budget.Budget{b}, Sizes: []int{1, 1000}, Runs: 1}
 	_, err := c.Run(context.Background(), rec.add)
 	checkNoCgroupLeft(t)
-	if err == nil || !strings.Contains(err.Error(), "--burst 1000 does not fit cores=1,mem=64Mi") || !strings.Contains(err.Error(), " fit") {
-		t.Fatalf("Run: %v, want --burst 1000 not to fit", err)
+	if err == nil || !strings.Contains(err.Error(), "a burst of 1000 does not fit cores=1,mem=64Mi") || !strings.Contains(err.Error(), " fit") {
+		t.Fatalf("Run: %v, want a burst of 1000 not to fit", err)
 	}
 	if len(rec.bursts) != 1 || !rec.bursts[0].Warmup {
 		t.Errorf("%d bursts before the error, want the one warm-up", len(rec.bursts))
@@ -190,10 +190,10 @@ func TestBurstSizes(t *testing.T) {
 	}{
 		{"1,2,4", "[1 2 4]", ""},
 		{"8, 2,2", "[1 2 8]", ""},
-		{"0", "", "--burst: 0, want at least 1"},
-		{"4,-2", "", "--burst: -2"},
-		{"four", "", `--burst: "four" is not a whole number`},
-		{"", "", "--burst: \"\""},
+		{"0", "", "0, want at least 1"},
+		{"4,-2", "", "-2, want at least 1"},
+		{"four", "", `"four" is not a whole number`},
+		{"", "", `"" is not a whole number`},
 	} {
 		got, err := BurstSizes(tt.in)
 		switch {

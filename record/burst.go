@@ -295,7 +295,7 @@ func BurstFit(limitBytes, oneBytes int64) int {
 
 // FitError says that a burst does not fit a memory limit.
 func FitError(arm, budget string, n int, limitBytes, oneBytes int64) error {
-	return fmt.Errorf("--burst %d does not fit %s: one %s instance peaked at %.1f MiB (measured in the warm-up), "+
+	return fmt.Errorf("a burst of %d does not fit %s: one %s instance peaked at %.1f MiB (measured in the warm-up), "+
 		"%d × that is %.0f MiB, over mem=%.0f MiB; %d fit",
 		n, budget, arm, mibOf(oneBytes), n, mibOf(int64(n)*oneBytes), mibOf(limitBytes), BurstFit(limitBytes, oneBytes))
 }

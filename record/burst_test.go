@@ -53,7 +53,7 @@ func TestSummarizeBurstsKnee(t *testing.T) {
 
 func TestFitError(t *testing.T) {
 	err := FitError("upx", "cores=1,mem=256Mi", 16, 256<<20, 21<<20)
-	want := "--burst 16 does not fit cores=1,mem=256Mi: one upx instance peaked at 21.0 MiB (measured in the warm-up), 16 × that is 336 MiB, over mem=256 MiB; 12 fit"
+	want := "a burst of 16 does not fit cores=1,mem=256Mi: one upx instance peaked at 21.0 MiB (measured in the warm-up), 16 × that is 336 MiB, over mem=256 MiB; 12 fit"
 	if err.Error() != want {
 		t.Errorf("FitError:\n got %s\nwant %s", err, want)
 	}

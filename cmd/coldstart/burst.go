@@ -26,7 +26,7 @@ func (o *runOptions) validateBurst() error {
 		return nil
 	}
 	if _, err := campaign.BurstSizes(o.Burst); err != nil {
-		return err
+		return fmt.Errorf("--burst: %w", err)
 	}
 	switch {
 	case o.Knative():

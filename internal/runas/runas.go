@@ -70,13 +70,13 @@ func Parse(s string) (User, error) {
 	var u User
 	switch {
 	case name == "":
-		return User{}, fmt.Errorf("--run-as: %q has no user (want USER, UID, UID:GID or root)", s)
+		return User{}, fmt.Errorf("%q has no user (want USER, UID, UID:GID or root)", s)
 	case name == "root":
 		u = User{}
 	case isNumber(name):
 		n, err := strconv.ParseUint(name, 10, 32)
 		if err != nil {
-			return User{}, fmt.Errorf("--run-as: uid %q: %w", name, err)
+			return User{}, fmt.Errorf("uid %q: %w", name, err)
 		}
 		u = User{UID: uint32(n), GID: uint32(n)}
 		if pw, err := user.LookupId(name); err == nil {
@@ -87,7 +87,7 @@ func Parse(s string) (User, error) {
 	default:
 		pw, err := user.Lookup(name)
 		if err != nil {
-			return User{}, fmt.Errorf("--run-as: user %q: %w (want a user of this machine, a numeric UID[:GID], or root)", name, err)
+			return User{}, fmt.Errorf("user %q: %w (want a user of this machine, a numeric UID[:GID], or root)", name, err)
 		}
 		uid, _ := strconv.ParseUint(pw.Uid, 10, 32)
 		gid, _ := strconv.ParseUint(pw.Gid, 10, 32)
@@ -97,13 +97,13 @@ func Parse(s string) (User, error) {
 		if isNumber(group) {
 			g, err := strconv.ParseUint(group, 10, 32)
 			if err != nil {
-				return User{}, fmt.Errorf("--run-as: gid %q: %w", group, err)
+				return User{}, fmt.Errorf("gid %q: %w", group, err)
 			}
 			u.GID = uint32(g)
 		} else {
 			gr, err := user.LookupGroup(group)
 			if err != nil {
-				return User{}, fmt.Errorf("--run-as: group %q: %w", group, err)
+				return User{}, fmt.Errorf("group %q: %w", group, err)
 			}
 			g, _ := strconv.ParseUint(gr.Gid, 10, 32)
 			u.GID = uint32(g)
@@ -113,7 +113,7 @@ func Parse(s string) (User, error) {
 		return me, nil
 	}
 	if me.UID != 0 {
-		return User{}, fmt.Errorf("--run-as %s: coldstart runs as uid %d, not root, and cannot start servers as another user (drop --run-as)", s, me.UID)
+		return User{}, fmt.Errorf("%s: coldstart runs as uid %d, not root, and cannot start servers as another user", s, me.UID)
 	}
 	return u, nil
 }

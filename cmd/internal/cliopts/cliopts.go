@@ -199,7 +199,7 @@ func (c *Common) Validate() error {
 	}
 	u, err := runas.Parse(c.RunAs)
 	if err != nil {
-		return err
+		return fmt.Errorf("--run-as: %w", err)
 	}
 	c.User = u
 	if err := budget.UseParent(c.CgroupParent); err != nil {
