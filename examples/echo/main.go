@@ -6,7 +6,9 @@
 // activation (systemd's LISTEN_FDS/LISTEN_PID convention, as coldstart's
 // prebound arm hands it over; it then ignores --addr, --unix and $PORT),
 // else --addr, --unix, or ":$PORT" (Knative's convention). The debug listener is off unless --debug-addr or
-// $COLDSTART_DEBUG_ADDR names it. grpc-go's server settings a service
+// $COLDSTART_DEBUG_ADDR names it. With --tls-cert and --tls-key the gRPC and
+// HTTP listeners serve TLS (HTTP/2 or HTTP/1.1 by ALPN), and with
+// --client-ca they require client certificates (mTLS). grpc-go's server settings a service
 // owner reaches for are flags of the same names (--num-stream-workers,
 // --max-concurrent-streams, the window and buffer sizes, keepalive), so a
 // campaign can vary them.
@@ -36,6 +38,9 @@ func main() {
 	flag.StringVar(&o.HTTPAddr, "http-addr", os.Getenv("HTTP_ADDR"), "HTTP/1.1 JSON echo address, POST /echo (\"\" = off; default $HTTP_ADDR)")
 	flag.StringVar(&o.DebugAddr, "debug-addr", os.Getenv(rtmetrics.EnvAddr), "pprof and runtime metrics address (\"\" = off; default $"+rtmetrics.EnvAddr+")")
 	flag.DurationVar(&o.NotReadyFor, "not-ready-for", 0, "report NOT_SERVING for this long after start (0 = ready at once)")
+	flag.StringVar(&o.TLSCert, "tls-cert", "", "serve TLS on the gRPC and HTTP listeners with this PEM certificate (with --tls-key; \"\" = plaintext)")
+	flag.StringVar(&o.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
+	flag.StringVar(&o.ClientCA, "client-ca", "", "with --tls-cert: require client certificates that chain to a CA in this PEM file (mTLS)")
 	startDelay := flag.Duration("start-delay", 0, "sleep this long before serving (0 = none): a known slow start, for tests")
 	o.Levers.Bind(flag.CommandLine)
 	flag.Parse()

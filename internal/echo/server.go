@@ -1,11 +1,13 @@
 // Package echo is the bundled sample server: a gRPC Echo service (unary and
 // bidirectional streaming), the standard health and reflection services, the
-// same echo over HTTP/1.1 JSON, and an opt-in debug listener with pprof and Go
+// same echo over HTTP/1.1 JSON, TLS and mTLS on both when asked, and an opt-in debug listener with pprof and Go
 // runtime metrics for the PGO arm and for allocation per call.
 package echo
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -48,6 +51,13 @@ type Options struct {
 	// Levers are the grpc-go server settings (the zero Levers leaves every
 	// one at grpc-go's default).
 	Levers Levers
+	// TLSCert and TLSKey are PEM files: when set, the gRPC and HTTP
+	// listeners serve TLS with them ("" = plaintext; the debug listener
+	// stays plaintext).
+	TLSCert, TLSKey string
+	// ClientCA is a PEM file of the CAs client certificates must chain to:
+	// when set, a client without a valid certificate is refused (mTLS).
+	ClientCA string
 }
 
 // Service implements echopb.EchoServer.
@@ -115,7 +125,16 @@ func Serve(ctx context.Context, o Options) error {
 	if err := o.Levers.Check(); err != nil {
 		return err
 	}
-	srv := grpc.NewServer(o.Levers.ServerOptions()...)
+	tlsConf, err := o.tlsConfig()
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	sopts := o.Levers.ServerOptions()
+	if tlsConf != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(tlsConf)))
+	}
+	srv := grpc.NewServer(sopts...)
 	echopb.RegisterEchoServer(srv, Service{})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
@@ -131,7 +150,7 @@ func Serve(ctx context.Context, o Options) error {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/echo", HTTPEcho)
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-		hsrv, err := listenHTTP(o.HTTPAddr, mux, errc)
+		hsrv, err := listenHTTP(o.HTTPAddr, mux, tlsConf, errc)
 		if err != nil {
 			srv.Stop()
 			return err
@@ -143,7 +162,7 @@ func Serve(ctx context.Context, o Options) error {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.Handle(rtmetrics.Path, rtmetrics.Handler())
-		dsrv, err := listenHTTP(o.DebugAddr, mux, errc)
+		dsrv, err := listenHTTP(o.DebugAddr, mux, nil, errc)
 		if err != nil {
 			srv.Stop()
 			return err
@@ -174,7 +193,37 @@ func Serve(ctx context.Context, o Options) error {
 	return nil
 }
 
-func listenHTTP(addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
+// tlsConfig loads the server's TLS files (nil without TLSCert).
+func (o Options) tlsConfig() (*tls.Config, error) {
+	if o.TLSCert == "" && o.TLSKey == "" {
+		if o.ClientCA != "" {
+			return nil, fmt.Errorf("--client-ca %s: needs --tls-cert and --tls-key", o.ClientCA)
+		}
+		return nil, nil
+	}
+	if o.TLSCert == "" || o.TLSKey == "" {
+		return nil, errors.New("--tls-cert and --tls-key: give both")
+	}
+	pair, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", o.TLSCert, o.TLSKey, err)
+	}
+	c := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if o.ClientCA != "" {
+		b, err := os.ReadFile(o.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--client-ca %s: no PEM certificate in it", o.ClientCA)
+		}
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return c, nil
+}
+
+func listenHTTP(addr string, h http.Handler, tlsConf *tls.Config, errc chan<- error) (*http.Server, error) {
 	network := "tcp"
 	if strings.HasPrefix(addr, "/") {
 		network = "unix"
@@ -185,6 +234,11 @@ func listenHTTP(addr string, h http.Handler, errc chan<- error) (*http.Server, e
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if tlsConf != nil {
+		c := tlsConf.Clone()
+		c.NextProtos = []string{"h2", "http/1.1"}
+		lis = tls.NewListener(lis, c)
+	}
 	go func() {
 		if err := s.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
