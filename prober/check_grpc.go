@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -37,6 +36,10 @@ type GRPCMethod struct {
 	// Metadata is sent with every call and with the reflection requests
 	// (--probe-metadata).
 	Metadata metadata.MD
+	// TLS, when set, makes each attempt a new TLS client (grpcs://,
+	// --tls); TLSName is the server name from a grpcs:// URL's host.
+	TLS     *TLS
+	TLSName string
 
 	request []byte // as given: JSON, or binary protobuf when binary is set
 	binary  bool
@@ -105,19 +108,27 @@ func cleanMethod(method string) (string, error) {
 	return m, nil
 }
 
-// Name labels the probe in results: "grpc-method /pkg.Service/Method".
-func (g *GRPCMethod) Name() string { return "grpc-method " + g.Method }
+// Name labels the probe in results: "grpc-method /pkg.Service/Method",
+// "grpcs-method ..." over TLS.
+func (g *GRPCMethod) Name() string {
+	return scheme("grpc", "grpcs", g.TLS) + "-method " + g.Method + unverified(g.TLS)
+}
 
 // Check calls the method once on a new channel and closes it.
 func (g *GRPCMethod) Check(ctx context.Context, t Target) (Answer, error) {
 	if !g.resolved {
 		return Answer{}, ErrUnresolved
 	}
-	cc, err := grpc.NewClient(t.GRPCTarget(), g.dialOptions()...)
+	opts, at := g.dialOptions(t)
+	cc, err := grpc.NewClient(t.GRPCTarget(), opts...)
 	if err != nil {
 		return Answer{}, fmt.Errorf("dial %s: %w", t, err)
 	}
 	defer cc.Close()
+	return at.finish(g.TLS, func() (Answer, error) { return g.check(ctx, cc) })
+}
+
+func (g *GRPCMethod) check(ctx context.Context, cc *grpc.ClientConn) (Answer, error) {
 	if len(g.Metadata) > 0 {
 		ctx = metadata.NewOutgoingContext(ctx, g.Metadata)
 	}
@@ -132,12 +143,13 @@ func (g *GRPCMethod) Check(ctx context.Context, t Target) (Answer, error) {
 	return Answer{Answered: true, Ready: true}, nil
 }
 
-func (g *GRPCMethod) dialOptions() []grpc.DialOption {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+func (g *GRPCMethod) dialOptions(t Target) ([]grpc.DialOption, *attemptTLS) {
+	creds, at := grpcTransport(g.TLS, g.TLSName, t)
+	opts := []grpc.DialOption{creds}
 	if g.Authority != "" {
 		opts = append(opts, grpc.WithAuthority(g.Authority))
 	}
-	return opts
+	return opts, at
 }
 
 // Prepare makes one attempt to resolve the method's types, from Schema's
@@ -150,7 +162,8 @@ func (g *GRPCMethod) dialOptions() []grpc.DialOption {
 // fit); other errors (the server is not up yet) may pass on a later
 // attempt.
 func (g *GRPCMethod) Prepare(ctx context.Context, t Target) error {
-	cc, err := grpc.NewClient(t.GRPCTarget(), g.dialOptions()...)
+	opts, at := g.dialOptions(t)
+	cc, err := grpc.NewClient(t.GRPCTarget(), opts...)
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", t, err)
 	}
@@ -159,6 +172,9 @@ func (g *GRPCMethod) Prepare(ctx context.Context, t Target) error {
 		ctx = metadata.NewOutgoingContext(ctx, g.Metadata)
 	}
 	md, err := grpcschema.Resolve(ctx, g.Schema, cc, g.Method)
+	if _, ferr := at.finish(g.TLS, func() (Answer, error) { return Answer{}, err }); ferr != err {
+		return ferr // a final TLS failure
+	}
 	if errors.Is(err, grpcschema.ErrUnresolvable) {
 		return fmt.Errorf("%w: resolve %s at %s: %v", ErrBadProbe, g.Method, t, err)
 	}

@@ -14,7 +14,9 @@ import (
 // HTTP checks a URL over a fresh connection per attempt (a new transport
 // each time, no keep-alive): the first 2xx means ready; any other status
 // (503 while starting) means answered, not ready. Redirects are not
-// followed. With H2C it speaks HTTP/2 without TLS (prior knowledge).
+// followed. With H2C it speaks HTTP/2 without TLS (prior knowledge); with
+// TLS (https://) each attempt is a new TLS client offering h2 and
+// http/1.1 by ALPN.
 type HTTP struct {
 	// H2C selects HTTP/2 over cleartext instead of HTTP/1.1.
 	H2C bool
@@ -29,11 +31,18 @@ type HTTP struct {
 	// Body, when set, is POSTed with ContentType; else the request is a GET.
 	Body        []byte
 	ContentType string
+	// TLS, when set, makes each attempt a new TLS client (https://);
+	// TLSName is the server name from the URL's host.
+	TLS     *TLS
+	TLSName string
 }
 
 var _ Checker = (*HTTP)(nil)
 
-// NewHTTP parses a probe URL: http://HOST:PORT/path or h2c://HOST:PORT/path.
+// NewHTTP parses a probe URL: http://HOST:PORT/path, h2c://HOST:PORT/path
+// or https://HOST:PORT/path (over TLS with the system's roots until
+// WithTLS gives others; HOST, when the URL names one, is the name
+// verified).
 // HOST must be loopback (127.0.0.0/8, ::1, localhost); a non-loopback URL is
 // refused, so a probe never leaves the machine. The address part may be
 // left to the instance: "http:///healthz", "http://{addr}/healthz",
@@ -42,8 +51,8 @@ var _ Checker = (*HTTP)(nil)
 // fixed address (see Fixed).
 func NewHTTP(raw string) (*HTTP, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || (scheme != "http" && scheme != "h2c") {
-		return nil, fmt.Errorf("%q is not an http:// or h2c:// URL", raw)
+	if !ok || (scheme != "http" && scheme != "h2c" && scheme != "https") {
+		return nil, fmt.Errorf("%q is not an http://, https:// or h2c:// URL", raw)
 	}
 	hostport, path := rest, "/"
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
@@ -57,6 +66,9 @@ func NewHTTP(raw string) (*HTTP, error) {
 		return nil, fmt.Errorf("bad path in %q: %v", raw, err)
 	}
 	h := &HTTP{H2C: scheme == "h2c", Path: u.RequestURI()}
+	if scheme == "https" {
+		h.TLS = &TLS{}
+	}
 	switch {
 	case hostport == "" || hostport == "{addr}":
 		return h, nil
@@ -64,6 +76,9 @@ func NewHTTP(raw string) (*HTTP, error) {
 		host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(hostport, ":{port}"), "["), "]")
 		if err := checkLoopback(raw, host); err != nil {
 			return nil, err
+		}
+		if h.TLS != nil {
+			h.TLSName = host
 		}
 		return h, nil
 	}
@@ -77,6 +92,9 @@ func NewHTTP(raw string) (*HTTP, error) {
 	}
 	if err := checkLoopback(raw, host); err != nil {
 		return nil, err
+	}
+	if h.TLS != nil {
+		h.TLSName = host
 	}
 	if port != "" {
 		h.Fixed = Target{Network: "tcp", Address: net.JoinHostPort(host, port)}
@@ -101,12 +119,13 @@ func checkLoopback(raw, host string) error {
 	return nil
 }
 
-// Name labels the probe in results: "http /healthz" or "h2c /healthz".
+// Name labels the probe in results: "http /healthz", "h2c /healthz" or
+// "https /healthz".
 func (h *HTTP) Name() string {
 	if h.H2C {
 		return "h2c " + h.Path
 	}
-	return "http " + h.Path
+	return scheme("http", "https", h.TLS) + " " + h.Path + unverified(h.TLS)
 }
 
 // Check makes one request over a new connection to h.Fixed or, when that
@@ -128,11 +147,47 @@ func (h *HTTP) Check(ctx context.Context, t Target) (Answer, error) {
 		tr.Protocols = new(http.Protocols)
 		tr.Protocols.SetUnencryptedHTTP2(true)
 	}
+	var at *attemptTLS
+	scheme := "http"
+	if h.TLS != nil {
+		scheme = "https"
+		at = &attemptTLS{target: dst}
+		name := h.TLSName
+		if name == "" {
+			name = "localhost"
+			if host, _, err := net.SplitHostPort(dst.Address); err == nil && dst.Network == "tcp" {
+				name = host
+			}
+		}
+		cfg := h.TLS.config(name, at)
+		cfg.NextProtos = []string{"h2", "http/1.1"}
+		tr.DialTLSContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			raw, err := d.DialContext(ctx, dst.Network, dst.Address)
+			if err != nil {
+				return nil, err
+			}
+			c, err := at.handshake(ctx, raw, cfg)
+			if err != nil {
+				raw.Close()
+				return nil, err
+			}
+			return c, nil
+		}
+		tr.ForceAttemptHTTP2 = true
+	}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{
+	return at.finish(h.TLS, func() (Answer, error) { return h.check(ctx, client(tr), dst, scheme) })
+}
+
+func client(tr *http.Transport) *http.Client {
+	return &http.Client{
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+func (h *HTTP) check(ctx context.Context, client *http.Client, dst Target, scheme string) (Answer, error) {
 	host := h.Host
 	if host == "" {
 		host = dst.Address
@@ -144,7 +199,7 @@ func (h *HTTP) Check(ctx context.Context, t Target) (Answer, error) {
 	if h.Body != nil {
 		method, body = http.MethodPost, bytes.NewReader(h.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+host+h.Path, body)
+	req, err := http.NewRequestWithContext(ctx, method, scheme+"://"+host+h.Path, body)
 	if err != nil {
 		return Answer{}, fmt.Errorf("build request for %s: %w", h.Name(), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -15,15 +16,23 @@ import (
 
 // ProbeKinds lists the probe forms ParseProbe reads, for help text and
 // errors.
-const ProbeKinds = "health, health:SERVICE, /package.Service/Method, http://HOST:PORT/path, h2c://HOST:PORT/path, tcp"
+const ProbeKinds = "health, health:SERVICE, /package.Service/Method, grpcs://HOST[/health[:SERVICE]|/package.Service/Method], http://HOST:PORT/path, https://HOST:PORT/path, h2c://HOST:PORT/path, tcp"
 
 // ParseProbe turns a probe spec and its request into a Checker:
 //
 //	health | health:SERVICE   grpc.health.v1 Check (the default, also for "")
 //	/pkg.Service/Method       a unary gRPC method (types by reflection)
+//	grpcs://HOST/...          either over TLS: grpcs://HOST (health),
+//	                          grpcs://HOST/health:SERVICE, grpcs://HOST/pkg.Service/Method
 //	http://HOST:PORT/path     HTTP/1.1, first 2xx (see NewHTTP for the address forms)
-//	h2c://HOST:PORT/path      the same over HTTP/2 without TLS
+//	https://HOST:PORT/path    HTTP/2 or HTTP/1.1 (by ALPN) over TLS
+//	h2c://HOST:PORT/path      HTTP/2 without TLS
 //	tcp                       connect only: a lower bound, not readiness
+//
+// grpcs:// and https:// probes speak TLS with the system's roots; WithTLS
+// gives them (or a gRPC probe) other options. In grpcs:// HOST is
+// loopback, empty or {addr}, without a port (the instance's target is
+// dialled; a fixed address is --addr's); a name is the one verified.
 //
 // request is "" (none), a JSON text, or @FILE: for a gRPC method a file
 // ending in .json holds JSON and any other file the protobuf binary
@@ -50,7 +59,13 @@ func ParseProbe(spec, request string) (Checker, error) {
 		return Health{Service: strings.TrimPrefix(spec, "health:")}, noRequest("health")
 	case spec == "tcp":
 		return TCP{}, noRequest("tcp")
-	case strings.HasPrefix(spec, "http://"), strings.HasPrefix(spec, "h2c://"):
+	case strings.HasPrefix(spec, "grpcs://"):
+		c, err := parseGRPCS(spec, request, body, fromFile)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	case strings.HasPrefix(spec, "http://"), strings.HasPrefix(spec, "h2c://"), strings.HasPrefix(spec, "https://"):
 		h, err := NewHTTP(spec)
 		if err != nil {
 			return nil, &OptionError{Option: "probe", Err: err}
@@ -63,19 +78,101 @@ func ParseProbe(spec, request string) (Checker, error) {
 		}
 		return h, nil
 	case strings.Contains(spec, "/") && !strings.Contains(spec, "://"):
-		newMethod := NewGRPCMethod
-		if fromFile != "" && !strings.HasSuffix(fromFile, ".json") {
-			newMethod = NewGRPCMethodBinary
-		} else if len(body) > 0 && !json.Valid(body) {
-			return nil, optionf("request", "not valid JSON: %.60q (use @FILE for a binary protobuf request)", body)
-		}
-		g, err := newMethod(spec, body)
-		if err != nil {
-			return nil, &OptionError{Option: "probe", Err: err}
-		}
-		return g, nil
+		return parseMethod(spec, body, fromFile)
 	}
 	return nil, optionf("probe", "unknown probe %q (known: %s)", spec, ProbeKinds)
+}
+
+func parseMethod(spec string, body []byte, fromFile string) (*GRPCMethod, error) {
+	newMethod := NewGRPCMethod
+	if fromFile != "" && !strings.HasSuffix(fromFile, ".json") {
+		newMethod = NewGRPCMethodBinary
+	} else if len(body) > 0 && !json.Valid(body) {
+		return nil, optionf("request", "not valid JSON: %.60q (use @FILE for a binary protobuf request)", body)
+	}
+	g, err := newMethod(spec, body)
+	if err != nil {
+		return nil, &OptionError{Option: "probe", Err: err}
+	}
+	return g, nil
+}
+
+// parseGRPCS reads grpcs://HOST[/health[:SERVICE]|/pkg.Service/Method].
+func parseGRPCS(spec, request string, body []byte, fromFile string) (Checker, error) {
+	rest := strings.TrimPrefix(spec, "grpcs://")
+	host, path, _ := strings.Cut(rest, "/")
+	if host == "{addr}" {
+		host = ""
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if p != "{port}" {
+			return nil, optionf("probe", "%q: a grpcs:// probe takes no port (it dials the instance's; a fixed address is --addr's)", spec)
+		}
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host != "" {
+		if err := checkLoopback(spec, host); err != nil {
+			return nil, &OptionError{Option: "probe", Err: err}
+		}
+	}
+	tl := &TLS{}
+	noRequest := func() error {
+		if request != "" {
+			return optionf("request", "the health probe takes no request (only a gRPC method or an HTTP probe does)")
+		}
+		return nil
+	}
+	switch {
+	case path == "" || path == "health":
+		return Health{TLS: tl, TLSName: host}, noRequest()
+	case strings.HasPrefix(path, "health:"):
+		return Health{Service: strings.TrimPrefix(path, "health:"), TLS: tl, TLSName: host}, noRequest()
+	}
+	g, err := parseMethod("/"+path, body, fromFile)
+	if err != nil {
+		return nil, err
+	}
+	g.TLS, g.TLSName = tl, host
+	return g, nil
+}
+
+// WithTLS returns c probing over TLS with tl: a gRPC probe (health, a
+// method) or an https:// one; a grpcs:// or https:// probe keeps the name
+// its URL gave. Probes that cannot speak TLS (tcp, http://, h2c://) are an
+// *OptionError on "probe".
+func WithTLS(c Checker, tl *TLS) (Checker, error) {
+	switch c := c.(type) {
+	case Health:
+		c.TLS = tl
+		return c, nil
+	case *GRPCMethod:
+		c.TLS = tl
+		return c, nil
+	case *HTTP:
+		if c.TLS == nil {
+			if c.H2C {
+				return nil, optionf("probe", "%s is HTTP/2 without TLS; over TLS probe https:// (HTTP/2 by ALPN)", c.Name())
+			}
+			return nil, optionf("probe", "%s is plaintext; over TLS probe https://", c.Name())
+		}
+		c.TLS = tl
+		return c, nil
+	}
+	return nil, optionf("probe", "the %s probe makes no TLS handshake; over TLS probe health, a gRPC method or https://", c.Name())
+}
+
+// TLSOf is c's TLS configuration (nil: c probes in plaintext).
+func TLSOf(c Checker) *TLS {
+	switch c := c.(type) {
+	case Health:
+		return c.TLS
+	case *GRPCMethod:
+		return c.TLS
+	case *HTTP:
+		return c.TLS
+	}
+	return nil
 }
 
 func loadRequest(request string) (body []byte, file string, err error) {

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -25,9 +24,14 @@ type Answer struct {
 	Ready bool
 	// Detail describes a not-ready answer ("NOT_SERVING", "503").
 	Detail string
+	// TLS is the attempt's completed TLS handshake (nil over plaintext,
+	// or when it did not complete). A Check may return it with an error:
+	// the handshake completed, then the call failed.
+	TLS *Handshake
 }
 
-// Checker makes one readiness attempt over a fresh connection.
+// Checker makes one readiness attempt over a fresh connection. An error
+// wrapping ErrBadProbe is final: WaitReady returns it at once.
 type Checker interface {
 	Check(ctx context.Context, t Target) (Answer, error)
 	// Name labels the probe kind in results ("grpc-health", "http", ...).
@@ -55,15 +59,21 @@ type Health struct {
 	Service string
 	// Authority overrides the :authority header (Knative's Host routing).
 	Authority string
+	// TLS, when set, makes each attempt a new TLS client (grpcs://,
+	// --tls); TLSName is the server name from a grpcs:// URL's host.
+	TLS     *TLS
+	TLSName string
 }
 
 var _ Checker = Health{}
 
-func (Health) Name() string { return "grpc-health" }
+// Name is "grpc-health", "grpcs-health" over TLS.
+func (h Health) Name() string { return scheme("grpc", "grpcs", h.TLS) + "-health" + unverified(h.TLS) }
 
 // Check dials a new channel, calls Check once and closes the channel.
 func (h Health) Check(ctx context.Context, t Target) (Answer, error) {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	creds, at := grpcTransport(h.TLS, h.TLSName, t)
+	opts := []grpc.DialOption{creds}
 	if h.Authority != "" {
 		opts = append(opts, grpc.WithAuthority(h.Authority))
 	}
@@ -72,6 +82,10 @@ func (h Health) Check(ctx context.Context, t Target) (Answer, error) {
 		return Answer{}, fmt.Errorf("dial %s: %w", t, err)
 	}
 	defer cc.Close()
+	return at.finish(h.TLS, func() (Answer, error) { return h.check(ctx, cc) })
+}
+
+func (h Health) check(ctx context.Context, cc *grpc.ClientConn) (Answer, error) {
 	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: h.Service})
 	if err != nil {
 		switch status.Code(err) {
@@ -124,7 +138,7 @@ func (o WaitOptions) withDefaults() WaitOptions {
 
 // Readiness is how an instance became ready, from its T0.
 type Readiness struct {
-	Phases   []Phase // accepting, first_answer, first_rpc (launcher phases not included)
+	Phases   []Phase // accepting, tls_handshake, first_answer, first_rpc (launcher phases not included)
 	FirstRPC time.Duration
 	// ReadyAttempt is when the successful attempt's RPC started, from T0:
 	// the server was ready by then, and that one RPC took FirstRPC −
@@ -132,15 +146,20 @@ type Readiness struct {
 	ReadyAttempt time.Duration
 	Attempts     int    // readiness attempts made (connects and RPCs)
 	LastNote     string // the last not-ready detail seen
+	// TLS is the ready attempt's TLS handshake (nil over plaintext).
+	TLS *Handshake
 }
 
 // ErrNotReady is returned when a server does not become ready in time.
 var ErrNotReady = errors.New("server not ready")
 
-// WaitReady probes inst at t until c says it is ready, inst exits, or the
-// timeout passes. Each attempt first checks with a bare connect() that
-// something accepts (cheap, and it times the accepting phase), then makes the
-// checker's call over a fresh connection.
+// WaitReady probes inst at t until c says it is ready, inst exits, the
+// timeout passes, or an attempt fails for good (an error wrapping
+// ErrBadProbe: a TLS certificate that does not verify, say). Each attempt
+// first checks with a bare connect() that something accepts (cheap, and it
+// times the accepting phase), then makes the checker's call over a fresh
+// connection. Over TLS the first completed handshake is the tls_handshake
+// phase.
 func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOptions) (Readiness, error) {
 	o = o.withDefaults()
 	var r Readiness
@@ -148,7 +167,7 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 	deadline := t0.Add(o.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	accepting, answered := false, false
+	accepting, answered, handshook := false, false, false
 	var lastErr error
 	for {
 		if err := ctx.Err(); err != nil {
@@ -177,6 +196,13 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 		a, err := c.Check(actx, t)
 		acancel()
 		now := time.Since(t0)
+		if a.TLS != nil && !handshook {
+			handshook = true
+			r.Phases = append(r.Phases, Phase{Name: PhaseTLSHandshake, Ms: ms(a.TLS.Done.Sub(t0))})
+		}
+		if errors.Is(err, ErrBadProbe) {
+			return r, err
+		}
 		if err != nil {
 			lastErr = err
 			pause(ctx, o.Gap)
@@ -187,7 +213,7 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 			r.Phases = append(r.Phases, Phase{Name: PhaseFirstReply, Ms: ms(now)})
 		}
 		if a.Ready {
-			r.FirstRPC, r.ReadyAttempt = now, began
+			r.FirstRPC, r.ReadyAttempt, r.TLS = now, began, a.TLS
 			r.Phases = append(r.Phases, Phase{Name: PhaseFirstRPC, Ms: ms(now)})
 			return r, nil
 		}

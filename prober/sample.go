@@ -12,8 +12,10 @@ type Phase = record.Phase
 // Phase names shared by every launcher, in the order they happen (see
 // record.PhaseStarted).
 const (
-	PhaseStarted    = record.PhaseStarted
-	PhaseAccepting  = record.PhaseAccepting
-	PhaseFirstReply = record.PhaseFirstReply
-	PhaseFirstRPC   = record.PhaseFirstRPC
+	PhaseStarted   = record.PhaseStarted
+	PhaseAccepting = record.PhaseAccepting
+	// PhaseTLSHandshake is when a probe's TLS handshake first completed.
+	PhaseTLSHandshake = record.PhaseTLSHandshake
+	PhaseFirstReply   = record.PhaseFirstReply
+	PhaseFirstRPC     = record.PhaseFirstRPC
 )

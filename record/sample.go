@@ -16,10 +16,13 @@ type Phase struct {
 // may add their own (runc: "bundle_ready", "created"; Knative:
 // "deployment_scaled", "pod_scheduled", "container_started", "pod_ready").
 const (
-	PhaseStarted    = "process_started" // Start (fork/exec) returned
-	PhaseAccepting  = "accepting"       // first successful connect()
-	PhaseFirstReply = "first_answer"    // first RPC answered (maybe NOT_SERVING)
-	PhaseFirstRPC   = "first_rpc"       // first ready answer: the cold start
+	PhaseStarted   = "process_started" // Start (fork/exec) returned
+	PhaseAccepting = "accepting"       // first successful connect()
+	// PhaseTLSHandshake is when a probe's TLS handshake first completed
+	// (a probe over TLS only); Sample.TLS has how long it took.
+	PhaseTLSHandshake = "tls_handshake"
+	PhaseFirstReply   = "first_answer" // first RPC answered (maybe NOT_SERVING)
+	PhaseFirstRPC     = "first_rpc"    // first ready answer: the cold start
 )
 
 // Sample is one probe of one cold start: a raw row of a campaign.
@@ -71,6 +74,8 @@ type Sample struct {
 	// before it was, and Knative's pods).
 	PID   int    `json:"pid,omitempty"`
 	Error string `json:"error,omitempty"`
+	// TLS is the ready probe's TLS handshake (nil over plaintext).
+	TLS *TLSHandshake `json:"tls,omitempty"`
 	// PageCache counts the arm's file pages before and after they were
 	// evicted for this start (run --page-cache cold; nil = left warm).
 	PageCache *PageCacheEviction `json:"page_cache,omitempty"`
@@ -94,4 +99,39 @@ func (s Sample) Phase(name string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TLSHandshake is one probe's TLS handshake, on the probe's own new
+// connection, with no session to resume.
+type TLSHandshake struct {
+	// Ms is from the ClientHello written to the handshake complete.
+	Ms      float64 `json:"ms"`
+	Version string  `json:"version"`
+	Cipher  string  `json:"cipher"`
+	ALPN    string  `json:"alpn,omitempty"`
+	// Resumed is true if a session was resumed: never, by design.
+	Resumed bool `json:"resumed,omitempty"`
+	// ServerKey names the server certificate's key ("ECDSA P-256",
+	// "RSA-2048"); ServerCertSHA256 is its fingerprint.
+	ServerKey        string `json:"server_key,omitempty"`
+	ServerCertSHA256 string `json:"server_cert_sha256,omitempty"`
+}
+
+// TLSClientKind is the record kind of a campaign's TLSClient.
+const TLSClientKind = "tls_client"
+
+// TLSClient is how a campaign's probes spoke TLS: the files' paths and the
+// certificates' SHA-256 fingerprints, for provenance. Keys are never
+// copied: only their paths.
+type TLSClient struct {
+	CAFile   string   `json:"cacert,omitempty"`
+	CASHA256 []string `json:"cacert_sha256,omitempty"`
+	// ServerName is the name verified ("" = the probe's host).
+	ServerName string `json:"server_name,omitempty"`
+	// InsecureSkipVerify: the server's certificate was not verified, and
+	// the figures say so.
+	InsecureSkipVerify bool   `json:"insecure_skip_verify"`
+	CertFile           string `json:"cert,omitempty"`
+	CertSHA256         string `json:"cert_sha256,omitempty"`
+	KeyFile            string `json:"key,omitempty"`
 }

@@ -52,6 +52,9 @@ type Summary struct {
 	// PhasesMs holds the median of every phase seen, launcher phases
 	// included (runc: bundle_ready, created).
 	PhasesMs map[string]float64 `json:"phases_ms"`
+	// TLSHandshakeMs is the median of the ready probes' TLS handshakes,
+	// ClientHello to complete (nil over plaintext).
+	TLSHandshakeMs *float64 `json:"tls_handshake_ms,omitempty"`
 	// PageCache is "cold" when the arm's files were evicted from the page
 	// cache before every start ("" = left warm).
 	PageCache string `json:"page_cache,omitempty"`
@@ -76,7 +79,7 @@ func Summarize(ss []Sample) Summary { return SummarizeAt(ss, stats.DefaultConfid
 // counts the runs that lacked the server's CPU or memory.
 func SummarizeAt(ss []Sample, confidence float64) Summary {
 	sum := Summary{Confidence: confidence}
-	var first, cpu, rss, pss, pcpu, cgcpu, cgmem, lcpu []float64
+	var first, cpu, rss, pss, pcpu, cgcpu, cgmem, lcpu, hs []float64
 	phases := map[string][]float64{}
 	for _, s := range ss {
 		if s.Error != "" || s.Warmup {
@@ -94,6 +97,9 @@ func SummarizeAt(ss []Sample, confidence float64) Summary {
 		cgmem = appendI(cgmem, s.CgroupMemPeakBytes)
 		lcpu = append(lcpu, s.LauncherCPUMs)
 		sum.GOMAXPROCS = s.GOMAXPROCSPredicted
+		if s.TLS != nil {
+			hs = append(hs, s.TLS.Ms)
+		}
 		for _, p := range s.Phases {
 			phases[p.Name] = append(phases[p.Name], p.Ms)
 		}
@@ -117,6 +123,7 @@ func SummarizeAt(ss []Sample, confidence float64) Summary {
 	sum.CgroupCPUMs = medianF(cgcpu, confidence)
 	sum.CgroupMemPeakBytes = medianI(cgmem, confidence)
 	sum.LauncherCPUMs = Quantiles(lcpu, 0.5)[0]
+	sum.TLSHandshakeMs = medianF(hs, confidence)
 	for name, xs := range phases {
 		sum.PhasesMs[name] = stats.MedianCI(xs, confidence).Value
 	}
