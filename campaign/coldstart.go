@@ -454,6 +454,9 @@ func (c ColdStart) probeOnce(ctx context.Context, a Arm, b budget.Budget, checke
 		return s, err
 	}
 	s.FirstRPCMs, s.ReadyAttemptMs = ms(r.FirstRPC), ms(r.ReadyAttempt)
+	if r.TLS != nil {
+		s.TLS = r.TLS.Record()
+	}
 	// Read the server's figures at once: they belong to the moment of first RPC.
 	// A reading that fails stays nil (JSON null): missing, never a 0 that
 	// would enter the medians.
