@@ -12,6 +12,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/grpcschema"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // begin starts a local campaign: the readiness checker, the results file
@@ -23,6 +24,9 @@ func (o *serverOptions) begin(ctx context.Context, label, transport string) (pro
 	}
 	rf, err := o.CreateResults(label, o.notes)
 	if err != nil {
+		return nil, nil, campaign.Built{}, err
+	}
+	if err := addTLS(rf, checker); err != nil {
 		return nil, nil, campaign.Built{}, err
 	}
 	images, _ := o.images()
@@ -41,11 +45,28 @@ func (o *serverOptions) begin(ctx context.Context, label, transport string) (pro
 	return checker, rf, built, err
 }
 
+// addTLS records how the probes speak TLS (paths and fingerprints, never
+// a key) after the provenance, and says when certificates go unverified.
+func addTLS(rf *cliopts.Results, c prober.Checker) error {
+	tl := prober.TLSOf(c)
+	if tl == nil {
+		return nil
+	}
+	if tl.Unverified() {
+		rf.Notef("--insecure-skip-verify: the server's certificate is not verified; the probe is labelled %q", c.Name())
+	}
+	return rf.Add(record.TLSClientKind, tl.Record)
+}
+
 // checker turns --probe and --probe-request into a readiness checker; a
-// method probe takes --proto, --protoset and --probe-metadata.
+// method probe takes --proto, --protoset and --probe-metadata; --tls and
+// its files make it probe over TLS.
 func (o *serverOptions) checker() (prober.Checker, error) {
 	c, err := prober.ParseProbe(o.Probe, o.ProbeBody)
 	if err != nil {
+		return nil, err
+	}
+	if c, err = o.withTLS(c); err != nil {
 		return nil, err
 	}
 	g, ok := c.(*prober.GRPCMethod)
@@ -76,6 +97,35 @@ func (o *serverOptions) checker() (prober.Checker, error) {
 	return g, nil
 }
 
+// withTLS gives c the TLS flags' configuration when --tls is given or the
+// probe asks for TLS itself (grpcs://, https://); the TLS flags alone are
+// an error.
+func (o *serverOptions) withTLS(c prober.Checker) (prober.Checker, error) {
+	if !o.TLS && prober.TLSOf(c) == nil {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--cacert", o.CACert != ""}, {"--tls-server-name", o.TLSServerName != ""}, {"--insecure-skip-verify", o.InsecureSkipVerify}, {"--cert", o.Cert != ""}, {"--key", o.Key != ""}} {
+			if f.set {
+				return nil, fmt.Errorf("%s: only with TLS (--tls, or a grpcs:// or https:// --probe)", f.name)
+			}
+		}
+		return c, nil
+	}
+	tl, err := prober.LoadTLS(prober.TLSOptions{
+		CAFile: o.CACert, ServerName: o.TLSServerName, InsecureSkipVerify: o.InsecureSkipVerify,
+		CertFile: o.Cert, KeyFile: o.Key,
+	})
+	if err != nil {
+		return nil, err // flagError names the flag
+	}
+	c, err = prober.WithTLS(c, tl)
+	if err != nil {
+		return nil, fmt.Errorf("--tls: %w", err)
+	}
+	return c, nil
+}
+
 // fixedAddr parses --addr (zero Target when unset).
 func (o *serverOptions) fixedAddr() (prober.Target, error) {
 	if o.Addr == "" {
@@ -91,7 +141,10 @@ func (o *serverOptions) fixedAddr() (prober.Target, error) {
 // probeFlags are the flags prober.ParseProbe's inputs come from, by the
 // names its errors give them (prober.OptionError): the one table
 // flagError reads.
-var probeFlags = map[string]string{"probe": "--probe", "request": "--probe-request"}
+var probeFlags = map[string]string{
+	"probe": "--probe", "request": "--probe-request",
+	"tls": "--tls", "cacert": "--cacert", "tls-server-name": "--tls-server-name", "cert": "--cert", "key": "--key",
+}
 
 // flagError is err as the user reads it: where prober says which input of
 // a probe is wrong (a prober.OptionError, with the context around it

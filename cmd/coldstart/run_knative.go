@@ -29,6 +29,9 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if prober.TLSOf(checker) != nil {
+		return fmt.Errorf("--probe %s over TLS: not supported with --on knative yet, only for local servers", checker.Name())
+	}
 	cs := knative.ColdStart{
 		Clients: c, Namespace: ns, Arms: o.Arms.Names, NamePrefix: o.NamePrefix,
 		Runs: o.Runs, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/require"
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/launch"
 )
 
@@ -30,7 +31,8 @@ func TestMain(m *testing.M) {
 // TestScripts runs testdata/script/*.txtar: the coldstart command end to
 // end against real servers, checking exit status, stdout and stderr.
 // $TESTSERVER is internal/testservers' multi-mode server; $MODROOT is this
-// checkout, so the bundled sample server builds (and is cached) as usual.
+// checkout, so the bundled sample server builds (and is cached) as usual;
+// $CERTS holds TLS test certificates (testcerts.WriteSet).
 // gobin is where go install puts commands.
 func gobin() string {
 	if b, err := exec.Command("go", "env", "GOBIN").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
@@ -57,6 +59,22 @@ func TestScripts(t *testing.T) {
 			env.Setenv("TESTSERVER", ts)
 			env.Setenv("MODROOT", root)
 			env.Setenv("SLOWINIT", slowinit)
+			// TLS certificates made now, nothing secret committed: $CERTS
+			// holds testcerts.WriteSet's files (ECDSA P-256 only), outside
+			// $WORK and readable by all, keys too: the servers run as
+			// another user when the tests run as root.
+			certs, err := os.MkdirTemp("", "coldstart-certs")
+			if err != nil {
+				return err
+			}
+			env.Defer(func() { os.RemoveAll(certs) })
+			if err := testcerts.WriteSet(certs); err != nil {
+				return err
+			}
+			if err := chmodAll(certs); err != nil {
+				return err
+			}
+			env.Setenv("CERTS", certs)
 			// Each script keeps its own run state: no other run's leftovers
 			// are swept (and reported on stderr) in the middle of it.
 			env.Setenv("COLDSTART_STATE_DIR", filepath.Join(env.WorkDir, ".coldstart-state"))
@@ -89,4 +107,21 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
+}
+
+// chmodAll makes dir and its files readable by every user.
+func chmodAll(dir string) error {
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Chmod(filepath.Join(dir, f.Name()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
