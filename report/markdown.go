@@ -469,6 +469,7 @@ func (r *Report) coldTable(m *mdw, c *Campaign, phases bool) {
 		m.p(" PSS idle from density campaign %s.", strings.Join(dens, ", "))
 	}
 	m.p("%s", noiseNote(c))
+	m.p("%s", tlsNote(c))
 	m.p("\n\n")
 	if phases {
 		phaseTable(m, c)
@@ -838,6 +839,32 @@ func zeroI(v *int64) bool   { return v == nil || *v <= 0 }
 
 // noiseNote says what else the machine did during the campaign's rounds,
 // from its noise records ("" without any).
+// tlsNote says how the probes spoke TLS, and flags certificates that
+// were not verified.
+func tlsNote(c *Campaign) string {
+	if len(c.TLS) == 0 {
+		return ""
+	}
+	t := c.TLS[0]
+	var b strings.Builder
+	b.WriteString(" Probes over TLS, each a new client with no session to resume (the tls_handshake phase: its first handshake done)")
+	switch {
+	case t.InsecureSkipVerify:
+		b.WriteString("; **the server's certificate was NOT verified** (--insecure-skip-verify): these figures are of an unverified handshake")
+	case t.CAFile != "":
+		fmt.Fprintf(&b, "; verified against `%s`", t.CAFile)
+		if len(t.CASHA256) > 0 {
+			fmt.Fprintf(&b, " (SHA-256 %.16s…)", t.CASHA256[0])
+		}
+	default:
+		b.WriteString("; verified against the system's roots")
+	}
+	if t.CertFile != "" {
+		fmt.Fprintf(&b, "; client certificate `%s` (SHA-256 %.16s…)", t.CertFile, t.CertSHA256)
+	}
+	return b.String() + "."
+}
+
 func noiseNote(c *Campaign) string {
 	if len(c.Noise) == 0 {
 		return ""

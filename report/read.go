@@ -113,6 +113,8 @@ type Campaign struct {
 	// their summaries (report/burst.go).
 	Bursts         []Burst
 	BurstSummaries []BurstSummary
+	// TLS is how the probes spoke TLS (none: plaintext).
+	TLS []record.TLSClient
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -320,6 +322,8 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.Bursts)
 		case kind == record.BurstSummaryKind:
 			err = add(line, &c.BurstSummaries)
+		case kind == record.TLSClientKind:
+			err = add(line, &c.TLS)
 		case kind == record.BurstInstanceKind:
 			// One instance of a burst: its burst record carries what the
 			// report shows.

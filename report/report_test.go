@@ -707,3 +707,33 @@ func TestDensityMatchesBinaryNotName(t *testing.T) {
 		t.Errorf("recommendations join the JVM campaign to the sample server's density:\n%s", got)
 	}
 }
+
+// TestTLSNote: a campaign probed over TLS says so beside its table, and
+// flags certificates that were not verified.
+func TestTLSNote(t *testing.T) {
+	for _, tt := range []struct {
+		client, want string
+	}{
+		{`{"kind":"tls_client","cacert":"/etc/ca.pem","cacert_sha256":["0123456789abcdef0123"],"insecure_skip_verify":false}`,
+			"; verified against `/etc/ca.pem` (SHA-256 0123456789abcdef…)."},
+		{`{"kind":"tls_client","insecure_skip_verify":true}`,
+			"**the server's certificate was NOT verified** (--insecure-skip-verify)"},
+	} {
+		in := `{"kind":"provenance","schema":"coldstart/v1","started_at":"2026-11-30T03:00:00Z"}
+` + tt.client + `
+{"kind":"sample","arm":"static","budget":"max","run":1,"first_rpc_ms":8,"phases":[{"name":"tls_handshake","ms":6}],"tls":{"ms":2.5,"version":"TLS 1.3","cipher":"TLS_AES_128_GCM_SHA256"}}
+{"kind":"summary","arm":"static","budget":"max","runs":1,"median_ms":8,"probe":"grpcs-health","tls_handshake_ms":2.5}
+`
+		c, ws, err := Read("x.jsonl", strings.NewReader(in))
+		if err != nil || len(ws) != 0 {
+			t.Fatalf("Read() = %v, warnings %v", err, ws)
+		}
+		var b strings.Builder
+		if err := (&Report{Campaigns: []*Campaign{c}}).Markdown(&b, MarkdownOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "Probes over TLS, each a new client") || !strings.Contains(b.String(), tt.want) {
+			t.Errorf("Markdown lacks the TLS note %q:\n%s", tt.want, b.String())
+		}
+	}
+}
