@@ -381,15 +381,20 @@ func (r *Report) Comparisons() []ComparisonRow {
 	return out
 }
 
-// steadyMetrics are the steady figures compared round by round.
+// steadyMetrics are the steady figures compared round by round. Those
+// marked variantsOnly are compared for a variant against its own arm
+// only (a setting's effect on the tail, for Settings worth setting), not
+// for arms against the baseline.
 var steadyMetrics = []struct {
-	name  string
-	get   func(SteadyRow) float64
-	sense stats.Sense
+	name         string
+	get          func(SteadyRow) float64
+	sense        stats.Sense
+	variantsOnly bool
 }{
-	{"calls_per_s", func(s SteadyRow) float64 { return s.CallsPerS }, stats.MoreIsFaster},
-	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster},
-	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral},
+	{"calls_per_s", func(s SteadyRow) float64 { return s.CallsPerS }, stats.MoreIsFaster, false},
+	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster, false},
+	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral, false},
+	{"p99_us", func(s SteadyRow) float64 { return s.P99Us }, stats.LessIsFaster, true},
 }
 
 // roundValues are the per-round values of one metric, failed readings
@@ -478,6 +483,9 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 			return
 		}
 		for _, m := range steadyMetrics {
+			if m.variantsOnly && kind != KindVariants {
+				continue
+			}
 			if len(roundValues(groups[ka], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 				continue
 			}
@@ -507,6 +515,9 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 				continue
 			}
 			for _, m := range steadyMetrics {
+				if m.variantsOnly {
+					continue
+				}
 				if len(roundValues(groups[h], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 					continue
 				}

@@ -87,6 +87,7 @@ func (r *Report) MarkdownPages(w io.Writer, o MarkdownOptions) ([]Page, error) {
 	plots(nil, "forest")
 	r.headlineTables(m)
 	r.recommendationsSection(m)
+	r.settingsSection(m)
 	if n := strings.TrimSpace(o.Notes); n != "" {
 		m.p("%s\n\n", n)
 	}
