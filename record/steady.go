@@ -70,10 +70,14 @@ type SteadyRow struct {
 	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
 	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
 	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
-	GoMaxProcs         int      `json:"gomaxprocs,omitempty"`
-	PeakRSSBytes       *int64   `json:"peak_rss_bytes"`
-	RSSBytes           *int64   `json:"rss_bytes"`
-	PSSBytes           *int64   `json:"pss_bytes"`
+	// GCCPUUsPerCall is the garbage collector's CPU per call, as the
+	// server's runtime estimates it (/cpu/classes/gc/total:cpu-seconds),
+	// when it serves runtime metrics that hold it.
+	GCCPUUsPerCall *float64 `json:"gc_cpu_us_per_call,omitempty" render:"-"`
+	GoMaxProcs     int      `json:"gomaxprocs,omitempty"`
+	PeakRSSBytes   *int64   `json:"peak_rss_bytes"`
+	RSSBytes       *int64   `json:"rss_bytes"`
+	PSSBytes       *int64   `json:"pss_bytes"`
 
 	Errors     int64   `json:"errors"`
 	ErrorRate  float64 `json:"error_rate"`

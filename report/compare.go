@@ -395,6 +395,7 @@ var steadyMetrics = []struct {
 	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster, false},
 	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral, false},
 	{"p99_us", func(s SteadyRow) float64 { return s.P99Us }, stats.LessIsFaster, true},
+	{"gc_cpu_us_per_call", func(s SteadyRow) float64 { return deref(s.GCCPUUsPerCall) }, stats.Neutral, true},
 }
 
 // roundValues are the per-round values of one metric, failed readings

@@ -29,6 +29,7 @@ var settingsMetrics = []struct{ name, label string }{
 	{"p50_us", "p50"},
 	{"p99_us", "p99"},
 	{"server_cpu_us_per_call", "CPU per call"},
+	{"gc_cpu_us_per_call", "GC CPU per call"},
 }
 
 func settingsLabel(metric string) string {

@@ -416,6 +416,7 @@ func SummarizeRounds(rs []Row, confidence float64) Row {
 	cpu := col(func(r Row) (float64, bool) { return deref(r.ServerCPUUsPerCall) })
 	out.ServerCPUUsPerCall, out.ServerCPUUsPerCallCI = medPtr(cpu, med), ci(cpu)
 	out.AllocBytesPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.AllocBytesPerCall) }), med)
+	out.GCCPUUsPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.GCCPUUsPerCall) }), med)
 	out.PeakRSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PeakRSSBytes) }), med)
 	out.RSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.RSSBytes) }), med)
 	out.PSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PSSBytes) }), med)

@@ -153,6 +153,10 @@ func TestRunClosedLoop(t *testing.T) {
 		if r.AllocBytesPerCall == nil || *r.AllocBytesPerCall <= 0 || r.GCCycles == nil || r.GoMaxProcs < 1 {
 			t.Errorf("%s %s: runtime metrics missing: alloc %v gc %v gomaxprocs %d", r.Protocol, r.Scenario, r.AllocBytesPerCall, r.GCCycles, r.GoMaxProcs)
 		}
+		// GC CPU per call, the runtime's estimate, is there when a GC ran.
+		if r.GCCycles != nil && *r.GCCycles > 0 && (r.GCCPUUsPerCall == nil || *r.GCCPUUsPerCall < 0) {
+			t.Errorf("%s %s: %d GC cycles, GC CPU per call %v", r.Protocol, r.Scenario, *r.GCCycles, r.GCCPUUsPerCall)
+		}
 		if r.PeakRSSBytes == nil || r.RSSBytes == nil || r.PSSBytes == nil || *r.PeakRSSBytes < *r.RSSBytes || *r.RSSBytes <= 0 || *r.PSSBytes <= 0 {
 			t.Errorf("%s %s: memory peak %v rss %v pss %v", r.Protocol, r.Scenario, r.PeakRSSBytes, r.RSSBytes, r.PSSBytes)
 			continue

@@ -272,6 +272,10 @@ func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row 
 			a := float64(after.rt.AllocBytes-before.rt.AllocBytes) / n
 			g := after.rt.GCCycles - before.rt.GCCycles
 			r.AllocBytesPerCall, r.GCCycles = &a, &g
+			if after.rt.GCCPUSeconds > 0 {
+				gc := (after.rt.GCCPUSeconds - before.rt.GCCPUSeconds) * 1e6 / n
+				r.GCCPUUsPerCall = &gc
+			}
 		}
 	}
 	if after.rt != nil {

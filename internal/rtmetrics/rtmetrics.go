@@ -31,6 +31,10 @@ type Snapshot struct {
 	HeapBytes    uint64 `json:"heap_bytes"`    // /memory/classes/heap/objects:bytes
 	GoMaxProcs   int    `json:"gomaxprocs"`
 	Goroutines   int    `json:"goroutines"`
+	// GCCPUSeconds is the CPU the garbage collector has used, estimated
+	// by the runtime (/cpu/classes/gc/total:cpu-seconds; 0 from a server
+	// that does not serve it).
+	GCCPUSeconds float64 `json:"gc_cpu_seconds"`
 }
 
 var names = []string{
@@ -38,6 +42,7 @@ var names = []string{
 	"/gc/heap/allocs:objects",
 	"/gc/cycles/total:gc-cycles",
 	"/memory/classes/heap/objects:bytes",
+	"/cpu/classes/gc/total:cpu-seconds",
 }
 
 // Read takes a Snapshot of this process.
@@ -53,6 +58,12 @@ func Read() Snapshot {
 		}
 		return 0
 	}
+	f := func(i int) float64 {
+		if samples[i].Value.Kind() == metrics.KindFloat64 {
+			return samples[i].Value.Float64()
+		}
+		return 0
+	}
 	return Snapshot{
 		AllocBytes:   u(0),
 		AllocObjects: u(1),
@@ -60,6 +71,7 @@ func Read() Snapshot {
 		HeapBytes:    u(3),
 		GoMaxProcs:   runtime.GOMAXPROCS(0),
 		Goroutines:   runtime.NumGoroutine(),
+		GCCPUSeconds: f(4),
 	}
 }
 
