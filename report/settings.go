@@ -30,6 +30,7 @@ var settingsMetrics = []struct{ name, label string }{
 	{"p99_us", "p99"},
 	{"server_cpu_us_per_call", "CPU per call"},
 	{"gc_cpu_us_per_call", "GC CPU per call"},
+	{"pss_bytes", "PSS under load"},
 }
 
 func settingsLabel(metric string) string {
@@ -209,7 +210,17 @@ func (r *Report) settingsSection(m *mdw) {
 			if len(best) > 2 {
 				best = append(best[:2], fmt.Sprintf("%d more in the table", len(best)-2))
 			}
-			names = append(names, fmt.Sprintf("%s at %s (%s)", name(l.settings, l.of), l.budget, strings.Join(best, "; ")))
+			var costs []string
+			for _, c := range l.rows {
+				if c.Actionable && worse(c) {
+					costs = append(costs, fmt.Sprintf("%s %s", leverFigure(c), c.Verdict))
+				}
+			}
+			cost := ""
+			if len(costs) > 0 {
+				cost = "; at a cost: " + strings.Join(costs, ", ")
+			}
+			names = append(names, fmt.Sprintf("%s at %s (%s%s)", name(l.settings, l.of), l.budget, strings.Join(best, "; "), cost))
 		}
 		m.p("**Worth setting**: %s.", strings.Join(names, "; "))
 	}

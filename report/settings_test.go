@@ -37,7 +37,7 @@ func TestSettingsSection(t *testing.T) {
 		"| `GOGC=off` on slowinit | max | startup CPU | 11.9 ms | 10.2 ms | 0.850× [0.767, 0.918] | <0.001 | **lower** |",
 		"| `GOGC=off` on slowinit | max | cold start (first RPC) |",
 		"- `GOGC=50` on slowinit at max: no effect detected on cold start (first RPC), startup CPU (`20261202-041808_coldstart`).",
-		"- `GOMEMLIMIT=26MiB` on default at mem=32Mi: no effect detected on idle PSS, calls/s, p50, p99, CPU per call (grpc throughput 8B c32; `20261202-041746_density`, `20261202-041748_steady`).",
+		"- `GOMEMLIMIT=26MiB` on default at mem=32Mi: no effect detected on idle PSS, calls/s, p50, p99, CPU per call, PSS under load (grpc throughput 8B c32; `20261202-041746_density`, `20261202-041748_steady`).",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks %q", want)
@@ -75,7 +75,7 @@ func TestSettingsAbsent(t *testing.T) {
 // fast is 20% faster to start at cores=1 and as fast at max; same is the
 // arm; slow is 20% slower to start everywhere; small is 2% faster, every
 // round (significant, under 5%); pool serves 30% more calls/s at 8
-// connections and as many at 1.
+// connections, at 20% more CPU per call, and as many at 1.
 func settingsCampaign() *Campaign {
 	base := []float64{10.2, 9.8, 10.5, 10.1, 9.9, 10.7, 10.3, 10.0, 9.7, 10.4, 10.6, 9.6}
 	jitter := []float64{1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99}
@@ -121,7 +121,11 @@ func settingsCampaign() *Campaign {
 			if conns == 8 {
 				gain = 1.3
 			}
-			c.SteadyRounds = append(c.SteadyRounds, row("default", 1000*x), row("default.pool", 1000*x*gain*jitter[i]))
+			pool := row("default.pool", 1000*x*gain*jitter[i])
+			if conns == 8 {
+				pool.ServerCPUUsPerCall = 40 * 1.2 * jitter[(i+3)%len(jitter)] // the pool's cost
+			}
+			c.SteadyRounds = append(c.SteadyRounds, row("default", 1000*x), pool)
 		}
 	}
 	return c
@@ -137,7 +141,7 @@ func TestSettingsSplit(t *testing.T) {
 	got := settingsOf(t, r)
 	for _, want := range []string{
 		"**Worth setting**: `GOGC=200` on default at cores=1 (cold start (first RPC) faster, 0.8",
-		"`--num-stream-workers=2` on default at cores=1 (calls/s (grpc throughput 8B c32 conns8) faster, 1.300× [1.287, 1.313]; p50 (grpc throughput 8B c32 conns8) faster, 0.769× [0.762, 0.777]; 1 more in the table)",
+		"`--num-stream-workers=2` on default at cores=1 (calls/s (grpc throughput 8B c32 conns8) faster, 1.300× [1.287, 1.313]; p50 (grpc throughput 8B c32 conns8) faster, 0.769× [0.762, 0.777]; 1 more in the table; at a cost: CPU per call (grpc throughput 8B c32 conns8) higher)",
 		"| `--num-stream-workers=2` on default | cores=1 | p99 (grpc throughput 8B c32 conns8) |",
 		"| `--num-stream-workers=2` on default | cores=1 | calls/s (grpc throughput 8B c32) |",
 		"- `GOGC=off` on default at cores=1: cold start (first RPC) slower, 1.2",
