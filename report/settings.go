@@ -234,7 +234,16 @@ func (r *Report) settingsSection(m *mdw) {
 	m.p("A lever is a variant's settings (`--variant`, `--sweep`): its arm's binary started with them, set against the arm as it is "+
 		"(the `variants` rows of Comparisons: paired by round where both ran in the same rounds). It is worth setting under a budget when an effect "+
 		"is an improvement (faster, or lower CPU or memory) significant at p < %.2f and at least %.0f%% in size; its other figures stand beside it, "+
-		"costs included.\n\n", 1-conf, 100*minEff)
+		"costs included.", 1-conf, 100*minEff)
+	n := 0
+	for _, l := range ls {
+		n += len(l.rows)
+	}
+	if exp := float64(n) * (1 - conf); exp >= 1 {
+		m.p(" These are %d comparisons: at p < %.2f about %.0f of them would come out significant by chance alone, "+
+			"so a lone verdict, one figure of one step, may be one of those (a variant that sets what its arm already has is a control).", n, 1-conf, exp)
+	}
+	m.p("\n\n")
 
 	table := func(ls []*lever) {
 		var rows [][]string

@@ -163,6 +163,13 @@ func TestSettingsSplit(t *testing.T) {
 		t.Logf("section:\n%s", got)
 	}
 
+	// At 90% confidence, the 16 comparisons would hold about 2 significant
+	// by chance: the section says so.
+	r = &Report{Campaigns: []*Campaign{settingsCampaign()}, Confidence: 0.9}
+	if got := settingsOf(t, r); !strings.Contains(got, "These are 16 comparisons: at p < 0.10 about 2 of them would come out significant by chance alone") {
+		t.Errorf("at 90%%, no word of chance:\n%s", got)
+	}
+
 	// A minimum effect of 40% leaves nothing worth setting, and no cost.
 	r = &Report{Campaigns: []*Campaign{settingsCampaign()}, MinEffect: 0.4}
 	got = settingsOf(t, r)
