@@ -207,13 +207,13 @@ func (r *Report) settingsSection(m *mdw) {
 					best = append(best, effectText(c))
 				}
 			}
-			if len(best) > 2 {
-				best = append(best[:2], fmt.Sprintf("%d more in the table", len(best)-2))
+			if len(best) > 1 {
+				best = append(best[:1], fmt.Sprintf("%d more in the table", len(best)-1))
 			}
 			var costs []string
 			for _, c := range l.rows {
 				if c.Actionable && worse(c) {
-					costs = append(costs, fmt.Sprintf("%s %s", leverFigure(c), c.Verdict))
+					costs = appendUnique(costs, settingsLabel(c.Metric)+" "+c.Verdict)
 				}
 			}
 			cost := ""
