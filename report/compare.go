@@ -396,7 +396,7 @@ var steadyMetrics = []struct {
 	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral, false},
 	{"p99_us", func(s SteadyRow) float64 { return s.P99Us }, stats.LessIsFaster, true},
 	{"gc_cpu_us_per_call", func(s SteadyRow) float64 { return deref(s.GCCPUUsPerCall) }, stats.Neutral, true},
-	{"pss_bytes", func(s SteadyRow) float64 { return float64(s.PSSBytes) }, stats.Neutral, true},
+	{"pss_bytes", func(s SteadyRow) float64 { return float64(valI(s.PSSBytes)) }, stats.Neutral, true},
 }
 
 // roundValues are the per-round values of one metric, failed readings

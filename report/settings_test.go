@@ -115,7 +115,7 @@ func settingsCampaign() *Campaign {
 			row := func(arm string, calls float64) SteadyRound {
 				return SteadyRound{Round: i + 1, SteadyRow: SteadyRow{Arm: arm, Budget: "cores=1", Protocol: "grpc", Scenario: "throughput",
 					PayloadBytes: 8, Concurrency: 32, Conns: conns, Depth: 32 / conns, CallsPerS: calls, P50Us: 1e6 / calls, P99Us: 4e6 / calls,
-					ServerCPUUsPerCall: 40, Round: i + 1, Variant: vars[arm]}}
+					ServerCPUUsPerCall: ptrF(40), Round: i + 1, Variant: vars[arm]}}
 			}
 			gain := 1.0
 			if conns == 8 {
@@ -123,7 +123,7 @@ func settingsCampaign() *Campaign {
 			}
 			pool := row("default.pool", 1000*x*gain*jitter[i])
 			if conns == 8 {
-				pool.ServerCPUUsPerCall = 40 * 1.2 * jitter[(i+3)%len(jitter)] // the pool's cost
+				pool.ServerCPUUsPerCall = ptrF(40 * 1.2 * jitter[(i+3)%len(jitter)]) // the pool's cost
 			}
 			c.SteadyRounds = append(c.SteadyRounds, row("default", 1000*x), pool)
 		}
@@ -186,3 +186,5 @@ func TestSettingsSplit(t *testing.T) {
 		t.Errorf("at --min-effect 0.4, a table:\n%s", got)
 	}
 }
+
+func ptrF(v float64) *float64 { return &v }
