@@ -5,9 +5,10 @@
 # interleaved rounds, the prober cross-check and the verdict checks (A/A,
 # static vs upx, a known +2 ms), the image pull at 10/100/1000 Mbit/s (static
 # and upx, gzip and zstd, one and two layers), the prebound and snapshot arms
-# (and the JVM server default vs snapshot), a 10-minute soak; then PERFORMANCE.md and the
-# README's sample output, generated from exactly these files. About 50
-# minutes on 2 cores.
+# (and the JVM server default vs snapshot), a 10-minute soak, the Go runtime's
+# and grpc-go's levers as variants of the default arm; then PERFORMANCE.md and
+# the README's sample output, generated from exactly these files. About an
+# hour on 2 cores.
 #
 # Publication is mechanical:
 #   - a tree with uncommitted changes is refused: every file comes from one
@@ -59,7 +60,7 @@ out=$(mktemp -d results/.campaign-XXXXXX)
 # A step that fails keeps what the steps before it measured (in $out, named
 # on stderr); only a campaign that finished moves its files into results/.
 trap 'rm -rf "$bin"; if [ -d "$out" ] && ls "$out"/*.jsonl >/dev/null 2>&1; then echo "campaign: stopped; what it measured is in $out" >&2; else rm -rf "$out"; fi' EXIT
-for t in cmd/coldstart cmd/steady bench/crosscheck bench/verdictcheck bench/criukdat; do
+for t in cmd/coldstart cmd/steady bench/crosscheck bench/verdictcheck bench/criukdat internal/testservers/slowinit; do
 	go build -o "$bin/$(basename "$t")" "./$t"
 done
 
@@ -98,6 +99,23 @@ step "$bin/criukdat" -n "$RUNS" -results-dir "$out"
 # drifting.
 step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interval 1m --rate 1000 \
 	--pin-server 0 --pin-generator 1 --results-dir "$out"
+# The levers a service owner reaches (report: Settings worth setting),
+# each a variant of the default arm set against it in the same rounds:
+# GOGC at start (the sample, and slowinit, whose init allocates), at
+# steady load and under budgets; GOMEMLIMIT at ~80% of a memory budget,
+# idle and loaded; grpc-go's worker pool (--num-stream-workers, 0 = a
+# goroutine per stream) on one CPU and two, with 1 and 8 connections.
+step "$bin/coldstart" run -n "$RUNS" --arms default --budget "max;cores=1" --sweep env.GOGC=50,200,off --results-dir "$out"
+step "$bin/coldstart" run -n "$RUNS" --bin "slowinit=$bin/slowinit" --budget "max;cores=1" \
+	--sweep slowinit:env.GOGC=50,200,off --results-dir "$out"
+step "$bin/coldstart" density --instances 16 --arms default --budget mem=32Mi \
+	--variant default.memlimit26:env.GOMEMLIMIT=26MiB --results-dir "$out"
+step "$bin/steady" run --arms default --budget mem=32Mi --variant default.memlimit26:env.GOMEMLIMIT=26MiB \
+	--scenario throughput --concurrency 32 --rounds "$ROUNDS" --duration 2s --results-dir "$out"
+step "$bin/steady" run --arms default --budget "cores=1;cores=2" --sweep env.GOGC=50,200,off \
+	--scenario throughput --concurrency 32 --rounds "$ROUNDS" --duration 2s --results-dir "$out"
+step "$bin/steady" run --arms default --budget "cpus=0;cores=2" --sweep arg.--num-stream-workers=0,1,2 \
+	--scenario throughput --concurrency 32 --conns 1,8 --rounds "$ROUNDS" --duration 1s --results-dir "$out"
 # Where the start goes: per-package init and the phases, traced
 # runs kept apart from the timed ones above.
 step "$bin/coldstart" explain -n "$RUNS" --arms default,static,upx --results-dir "$out"
