@@ -38,9 +38,26 @@ func (r *Report) verdictSection(m *mdw) {
 			cover := "–"
 			if v.TruthDiffMs != nil {
 				cover = fmt.Sprintf("%d/%d (diff %.2f ms), %d/%d (ratio %.3f)", v.DiffCovered, v.Campaigns, *v.TruthDiffMs, v.RatioCovered, v.Campaigns, deref(v.TruthRatio))
+				if v.PairedDiffCovered != nil && v.PairedRatioCovered != nil {
+					cover += fmt.Sprintf("; paired %d/%d, %d/%d", *v.PairedDiffCovered, v.Campaigns, *v.PairedRatioCovered, v.Campaigns)
+				}
 			}
-			rows = append(rows, []string{v.Experiment, v.Truth, fmt.Sprintf("%d × %d+%d", v.Campaigns, v.RunsPerArm, v.RunsPerArm),
-				fmt.Sprintf("%d/%d (%.0f%%)", v.Detected, v.Campaigns, 100*v.DetectedRate), cover, pct(v.DetectableAt20),
+			runs := fmt.Sprintf("%d × %d+%d", v.Campaigns, v.RunsPerArm, v.RunsPerArm)
+			if v.Precision > 0 {
+				runs = fmt.Sprintf("%d × auto (±%.1f%%, ≤ %d: %d–%d, median %.0f)", v.Campaigns, 100*v.Precision, v.MaxRuns, v.RunsMin, v.RunsMax, deref(v.RunsMedian))
+			}
+			det := fmt.Sprintf("%d/%d (%.0f%%)", v.Detected, v.Campaigns, 100*v.DetectedRate)
+			if v.PairedDetected != nil {
+				det += fmt.Sprintf("; paired %d/%d (%.0f%%)", *v.PairedDetected, v.Campaigns, 100*deref(v.PairedDetectedRate))
+			}
+			if v.GateFails != nil && v.GatePasses != nil {
+				det = fmt.Sprintf("gate failed %d/%d, passed %d/%d; ", *v.GateFails, v.Campaigns, *v.GatePasses, v.Campaigns) + det
+			}
+			detectable := pct(v.DetectableAt20)
+			if v.DetectablePairedAt20 != nil {
+				detectable += fmt.Sprintf(" (within a campaign: unpaired %s, paired %s)", pct(v.DetectableUnpairedAt20), pct(v.DetectablePairedAt20))
+			}
+			rows = append(rows, []string{v.Experiment, v.Truth, runs, det, cover, detectable,
 				fmt.Sprintf("%.1f–%.1f", v.Load1Min, v.Load1Max), fmt.Sprintf("%d/%d", v.BusyWindows, v.Campaigns), "`" + filepath.Base(c.File) + "`"})
 			files = appendUnique(files, filepath.Base(c.File))
 		}
