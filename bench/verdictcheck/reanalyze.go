@@ -99,40 +99,48 @@ func reanalyze(file string, conf float64) ([]reanalysis, error) {
 			if a == base {
 				continue
 			}
-			r := reanalysis{File: file, Budget: b, A: a, B: base}
-			var du, dp []float64
-			for _, c := range cs {
-				xa, xb := c[[2]string{a, b}], c[[2]string{base, b}]
-				if len(xa) == 0 || len(xb) == 0 {
-					continue
-				}
-				r.Campaigns++
-				u := stats.Compare(xa.Values(), xb.Values(), conf)
-				p := stats.CompareRounds(xa, xb, conf)
-				if u.Significant() {
-					r.Unpaired++
-					if u.Verdict(stats.LessIsFaster) == stats.Slower {
-						r.UnpairedSlower++
-					}
-				}
-				if p.Significant() {
-					r.Paired++
-					if p.Verdict(stats.LessIsFaster) == stats.Slower {
-						r.PairedSlower++
-					}
-				}
-				pa, pb, _ := stats.Pair(xa, xb)
-				du = append(du, stats.DetectableEffect(xa.Values(), xb.Values(), 20, conf, 0.8))
-				dp = append(dp, stats.DetectableEffectPaired(pa, pb, 20, conf, 0.8))
-			}
+			r := compareCampaigns(cs, a, base, b, conf)
 			if r.Campaigns == 0 {
 				continue
 			}
-			r.DetectableUnpaired, r.DetectablePaired = median(du), median(dp)
+			r.File = file
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// compareCampaigns sets arm a against arm base under budget in every
+// campaign of cs that measured both, unpaired and paired.
+func compareCampaigns(cs []campaignSamples, a, base, budget string, conf float64) reanalysis {
+	r := reanalysis{Budget: budget, A: a, B: base}
+	var du, dp []float64
+	for _, c := range cs {
+		xa, xb := c[[2]string{a, budget}], c[[2]string{base, budget}]
+		if len(xa) == 0 || len(xb) == 0 {
+			continue
+		}
+		r.Campaigns++
+		u := stats.Compare(xa.Values(), xb.Values(), conf)
+		p := stats.CompareRounds(xa, xb, conf)
+		if u.Significant() {
+			r.Unpaired++
+			if u.Verdict(stats.LessIsFaster) == stats.Slower {
+				r.UnpairedSlower++
+			}
+		}
+		if p.Significant() {
+			r.Paired++
+			if p.Verdict(stats.LessIsFaster) == stats.Slower {
+				r.PairedSlower++
+			}
+		}
+		pa, pb, _ := stats.Pair(xa, xb)
+		du = append(du, stats.DetectableEffect(xa.Values(), xb.Values(), 20, conf, 0.8))
+		dp = append(dp, stats.DetectableEffectPaired(pa, pb, 20, conf, 0.8))
+	}
+	r.DetectableUnpaired, r.DetectablePaired = median(du), median(dp)
+	return r
 }
 
 // writeReanalysis prints one row per comparison.
