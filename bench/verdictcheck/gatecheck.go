@@ -120,17 +120,7 @@ func gateTry(ctx context.Context, exp string, k int, base, nw campaign.Arm, p pl
 		}
 		return tf.Add("noise", nz)
 	}
-	sums, err := c.Run(ctx, func(s prober.Sample) error {
-		if !s.Warmup && s.Error == "" && s.FirstRPCMs > 0 {
-			switch s.Arm {
-			case base.Name:
-				rb[s.Run] = s.FirstRPCMs
-			case nw.Name:
-				rn[s.Run] = s.FirstRPCMs
-			}
-		}
-		return tf.Add("sample", s)
-	})
+	sums, err := c.Run(ctx, byRun(base.Name, nw.Name, rb, rn, func(s prober.Sample) error { return tf.Add("sample", s) }))
 	if err != nil {
 		return Check{}, err
 	}

@@ -339,17 +339,7 @@ func run(ctx context.Context, exp, truth string, a, b campaign.Arm, n int, p pla
 		_, err = p.campaign([]campaign.Arm{a, b}, func(s campaign.Stop) error {
 			stop = &s
 			return rf.Add("stop", s)
-		}).Run(ctx, func(s prober.Sample) error {
-			if !s.Warmup && s.Error == "" && s.FirstRPCMs > 0 {
-				switch s.Arm {
-				case a.Name:
-					ra[s.Run] = s.FirstRPCMs
-				case b.Name:
-					rb[s.Run] = s.FirstRPCMs
-				}
-			}
-			return rf.Add("sample", s)
-		})
+		}).Run(ctx, byRun(a.Name, b.Name, ra, rb, func(s prober.Sample) error { return rf.Add("sample", s) }))
 		if err != nil {
 			return fmt.Errorf("%s campaign %d: %w", exp, k, err)
 		}
@@ -464,4 +454,21 @@ func pctp(v *float64) string {
 		return "–"
 	}
 	return pct(*v)
+}
+
+// byRun returns a sample callback that keeps each counted cold start of
+// arms a and b (first RPC, ms) by its run, into ra and rb, for the paired
+// and unpaired judgements, and passes every sample on to next.
+func byRun(a, b string, ra, rb stats.Rounds, next func(prober.Sample) error) func(prober.Sample) error {
+	return func(s prober.Sample) error {
+		if !s.Warmup && s.Error == "" && s.FirstRPCMs > 0 {
+			switch s.Arm {
+			case a:
+				ra[s.Run] = s.FirstRPCMs
+			case b:
+				rb[s.Run] = s.FirstRPCMs
+			}
+		}
+		return next(s)
+	}
 }
