@@ -168,6 +168,7 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	accepting, answered, handshook := false, false, false
+	closes := 0 // attempts closed on the TLS ClientHello (errClosedOnHello)
 	var lastErr error
 	for {
 		if err := ctx.Err(); err != nil {
@@ -201,6 +202,14 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 			r.Phases = append(r.Phases, Phase{Name: PhaseTLSHandshake, Ms: ms(a.TLS.Done.Sub(t0))})
 		}
 		if errors.Is(err, ErrBadProbe) {
+			if errors.Is(err, errClosedOnHello) && closes < closesToBlame {
+				// Perhaps a plaintext server, perhaps one exiting: ask
+				// again; an exit is seen at the top of the loop.
+				closes++
+				lastErr = err
+				pause(ctx, o.Gap)
+				continue
+			}
 			return r, err
 		}
 		if err != nil {
@@ -221,6 +230,11 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 		pause(ctx, o.Gap)
 	}
 }
+
+// closesToBlame is how many attempts closed on the TLS ClientHello, while
+// the instance lives, make it a plaintext server: a server that is exiting
+// closes one, then refuses connections until its exit is seen.
+const closesToBlame = 3
 
 func lastNote(r Readiness, err error) string {
 	if r.LastNote != "" {

@@ -343,7 +343,7 @@ func (at *attemptTLS) handshakeFailure(t *TLS) error {
 	if len(at.first) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 		// Accepted, then closed on the ClientHello with no reply: what a
 		// plaintext gRPC (h2c) server does with one.
-		return badTLS("tls", "the server at %s closed the connection on the TLS ClientHello without a TLS reply (%v): a plaintext server?", at.target, err)
+		return &OptionError{Option: "tls", Err: &tlsError{fmt.Errorf("the server at %s closed the connection on the TLS ClientHello without a TLS reply (%w%w): a plaintext server?", at.target, errClosedOnHello, err)}}
 	}
 	var ve *tls.CertificateVerificationError
 	if errors.As(err, &ve) {
@@ -425,6 +425,17 @@ func certNames(c *x509.Certificate) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// errClosedOnHello marks the one TLS failure that has two causes: a
+// plaintext server closing on the ClientHello, and a server that is
+// exiting (its listener closed under the connection). WaitReady names it a
+// bad probe only once it repeats while the instance lives; an exiting
+// server is reported by its exit instead. It prints as nothing.
+var errClosedOnHello = emptyError{}
+
+type emptyError struct{}
+
+func (emptyError) Error() string { return "" }
 
 // tlsError is a TLS failure retrying does not mend: a bad probe.
 type tlsError struct{ err error }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -263,3 +264,62 @@ type fakeStarted struct{ t0 time.Time }
 func (f fakeStarted) T0() time.Time         { return f.t0 }
 func (f fakeStarted) Done() <-chan struct{} { return nil }
 func (f fakeStarted) Err() error            { return nil }
+
+// exitingStarted is a server that exits, with err, once done is closed.
+type exitingStarted struct {
+	t0   time.Time
+	done chan struct{}
+	err  error
+}
+
+func (e *exitingStarted) T0() time.Time         { return e.t0 }
+func (e *exitingStarted) Done() <-chan struct{} { return e.done }
+func (e *exitingStarted) Err() error {
+	select {
+	case <-e.done:
+		return e.err
+	default:
+		return nil
+	}
+}
+
+// TestTLSServerExitingOnHello: a server that dies as the first ClientHello
+// arrives (its listener closed under the connection, as when it fails to
+// load its key) is reported by its exit, not named a plaintext server.
+func TestTLSServerExitingOnHello(t *testing.T) {
+	file := newCerts(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	inst := &exitingStarted{t0: time.Now(), done: make(chan struct{}), err: errors.New("exit status 1: tls: private key does not match public key")}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if n, _ := c.Read(make([]byte, 1)); n == 0 {
+				c.Close() // the connect-only attempt
+				continue
+			}
+			c.(*net.TCPConn).SetLinger(0) // a reset, as at a process's exit
+			c.Close()
+			ln.Close()
+			// The exit is seen a moment after the listener closes, as a
+			// parent's wait returns after the kernel closed the files.
+			time.AfterFunc(20*time.Millisecond, func() { close(inst.done) })
+			return
+		}
+	}()
+	c, err := prober.WithTLS(prober.Health{}, loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := prober.Target{Network: "tcp", Address: ln.Addr().String()}
+	_, err = prober.WaitReady(context.Background(), inst, tg, c, prober.WaitOptions{Timeout: 10 * time.Second})
+	if err != inst.err {
+		t.Errorf("WaitReady = %v, want the server's exit: %v", err, inst.err)
+	}
+}
