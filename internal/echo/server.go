@@ -106,7 +106,17 @@ func HTTPEcho(w http.ResponseWriter, r *http.Request) {
 }
 
 // Serve runs the sample server until ctx is done, then stops gracefully.
+//
+// Its settings and TLS files are checked before it listens, so a server
+// given bad ones never accepts a connection it cannot serve.
 func Serve(ctx context.Context, o Options) error {
+	if err := o.Levers.Check(); err != nil {
+		return err
+	}
+	tlsConf, err := o.tlsConfig()
+	if err != nil {
+		return err
+	}
 	lis := o.Listener
 	if lis == nil {
 		network, address := "tcp", o.Addr
@@ -117,18 +127,9 @@ func Serve(ctx context.Context, o Options) error {
 		if address == "" {
 			return errors.New("no gRPC address: pass --addr, --unix or set $PORT")
 		}
-		var err error
 		if lis, err = net.Listen(network, address); err != nil {
 			return fmt.Errorf("listen %s %s: %w", network, address, err)
 		}
-	}
-	if err := o.Levers.Check(); err != nil {
-		return err
-	}
-	tlsConf, err := o.tlsConfig()
-	if err != nil {
-		lis.Close()
-		return err
 	}
 	sopts := o.Levers.ServerOptions()
 	if tlsConf != nil {
