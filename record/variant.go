@@ -16,6 +16,11 @@ type Variant struct {
 	// Args are the arguments it adds after the server's own, each as it
 	// was given (placeholders such as {debug_addr} unexpanded).
 	Args []string `json:"variant_args,omitempty" render:"-"`
+	// Control marks a variant that sets nothing its arm does not already
+	// have (--variant NAME:control): the same start under another name,
+	// which must come out "no difference" against its arm. One that does
+	// not says the campaign's verdicts against that arm are doubtful.
+	Control bool `json:"variant_control,omitempty" render:"-"`
 }
 
 // IsVariant reports whether v makes an arm a variant.
@@ -42,7 +47,11 @@ func (v Variant) Text() string {
 		return ""
 	}
 	s := "of " + v.Of
-	if set := v.Settings(); len(set) > 0 {
+	set := v.Settings()
+	if v.Control {
+		set = append(set, "control")
+	}
+	if len(set) > 0 {
 		s += ": " + strings.Join(set, ", ")
 	}
 	return s

@@ -85,7 +85,7 @@ func (r *Report) levers() []*lever {
 			continue
 		}
 		v, ok := c.Variants()[row.A]
-		if !ok {
+		if !ok || v.Control {
 			continue
 		}
 		settings := strings.Join(append(slices.Clone(v.Env), v.Args...), " ")
@@ -106,6 +106,66 @@ func (r *Report) levers() []*lever {
 		slices.SortStableFunc(l.rows, func(a, b ComparisonRow) int { return settingsOrder(a.Metric) - settingsOrder(b.Metric) })
 	}
 	return out
+}
+
+// A control is a control variant (--variant NAME:control) in one
+// campaign: its arm under another name, with every comparison against
+// the arm. It must come out "no difference"; where it does not, the
+// campaign's levers on that arm and budget are doubtful, and marked.
+type control struct {
+	name, of, campaign string
+	rows               []ComparisonRow
+}
+
+// differs are c's rows with a significant verdict, in scope (a budget,
+// and the steady step: "" = any).
+func (c *control) differs(scope string) []ComparisonRow {
+	var out []ComparisonRow
+	for _, row := range c.rows {
+		if (scope == "" || row.Scope == scope) && row.Verdict != string(stats.NoDifference) {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// controls are the files' control variants, in the order first met.
+func (r *Report) controls() []*control {
+	byLabel := map[string]*Campaign{}
+	for _, c := range r.Campaigns {
+		byLabel[c.Label] = c
+	}
+	var out []*control
+	idx := map[[2]string]*control{}
+	for _, row := range r.Comparisons() {
+		c := byLabel[row.Campaign]
+		if row.Kind != KindVariants || c == nil {
+			continue
+		}
+		v, ok := c.Variants()[row.A]
+		if !ok || !v.Control {
+			continue
+		}
+		k := [2]string{row.Campaign, row.A}
+		ct := idx[k]
+		if ct == nil {
+			ct = &control{name: row.A, of: v.Of, campaign: row.Campaign}
+			idx[k] = ct
+			out = append(out, ct)
+		}
+		ct.rows = append(ct.rows, row)
+	}
+	return out
+}
+
+// doubted reports whether row, a lever's, comes from a campaign whose
+// control of the same arm differed in the row's scope: the same budget,
+// and for steady state the same step (a cold start's control says
+// nothing of steady figures).
+func doubted(cs []*control, of string, row ComparisonRow) bool {
+	return slices.ContainsFunc(cs, func(c *control) bool {
+		return c.campaign == row.Campaign && c.of == of && len(c.differs(row.Scope)) > 0
+	})
 }
 
 // splitScope splits a comparison's scope, "budget=cores=1 grpc throughput
@@ -156,8 +216,8 @@ func effectText(c ComparisonRow) string {
 // "no effect detected" line per other lever, naming its budgets and the
 // figures looked at.
 func (r *Report) settingsSection(m *mdw) {
-	ls := r.levers()
-	if len(ls) == 0 {
+	ls, cs := r.levers(), r.controls()
+	if len(ls) == 0 && len(cs) == 0 {
 		return
 	}
 	conf, minEff := r.confidence(), r.minEffect()
@@ -196,9 +256,12 @@ func (r *Report) settingsSection(m *mdw) {
 		distinct[[2]string{l.settings, l.of}] = true
 	}
 	m.p("## Settings worth setting\n\n")
-	if len(worth) == 0 {
+	switch {
+	case len(ls) == 0:
+		m.p("No lever was measured: the files hold controls only.")
+	case len(worth) == 0:
 		m.p("**None of the %d lever(s) measured is worth setting** under any budget: no improvement was both significant and at least %.0f%% in size.", len(distinct), 100*minEff)
-	} else {
+	default:
 		var names []string
 		for _, l := range worth {
 			var best []string
@@ -220,7 +283,11 @@ func (r *Report) settingsSection(m *mdw) {
 			if len(costs) > 0 {
 				cost = "; at a cost: " + strings.Join(costs, ", ")
 			}
-			names = append(names, fmt.Sprintf("%s at %s (%s%s)", name(l.settings, l.of), l.budget, strings.Join(best, "; "), cost))
+			mark := ""
+			if slices.ContainsFunc(l.rows, func(c ComparisonRow) bool { return c.Actionable && better(c) && doubted(cs, l.of, c) }) {
+				mark = " †"
+			}
+			names = append(names, fmt.Sprintf("%s at %s (%s%s)%s", name(l.settings, l.of), l.budget, strings.Join(best, "; "), cost, mark))
 		}
 		m.p("**Worth setting**: %s.", strings.Join(names, "; "))
 	}
@@ -241,7 +308,7 @@ func (r *Report) settingsSection(m *mdw) {
 	}
 	if exp := float64(n) * (1 - conf); exp >= 1 {
 		m.p(" These are %d comparisons: at p < %.2f about %.0f of them would come out significant by chance alone, "+
-			"so a lone verdict, one figure of one step, may be one of those (a variant that sets what its arm already has is a control).", n, 1-conf, exp)
+			"so a lone verdict, one figure of one step, may be one of those (a control, `--variant NAME:control`, shows what the host alone gives).", n, 1-conf, exp)
 	}
 	m.p("\n\n")
 
@@ -256,6 +323,9 @@ func (r *Report) settingsSection(m *mdw) {
 				if c.Actionable {
 					v = "**" + v + "**"
 				}
+				if doubted(cs, l.of, c) {
+					v += " †"
+				}
 				rows = append(rows, []string{name(l.settings, l.of), l.budget, leverFigure(c), valueText(c.Metric, c.MedianB), valueText(c.Metric, c.MedianA),
 					ratioText(c), pText(c.PValue), v, fmt.Sprintf("%d+%d", c.NA, c.NB), "`" + c.Campaign + "`"})
 			}
@@ -265,6 +335,7 @@ func (r *Report) settingsSection(m *mdw) {
 	if len(worth) > 0 {
 		table(worth)
 	}
+	r.controlsText(m, cs, conf)
 	if len(costly) > 0 {
 		m.p("**Not worth setting: it costs**\n\n")
 		for _, l := range costly {
@@ -317,4 +388,31 @@ func filesOf(rows []ComparisonRow) string {
 		fs = appendUnique(fs, "`"+filepath.Base(c.Campaign)+"`")
 	}
 	return strings.Join(fs, ", ")
+}
+
+// controlsText says what each control came to: "no difference", as it
+// must, or the figures where it differed, with what that means for the
+// levers set against the same arm in the same file (marked †).
+func (r *Report) controlsText(m *mdw, cs []*control, conf float64) {
+	if len(cs) == 0 {
+		return
+	}
+	m.p("**Controls** (a variant that sets nothing its arm does not have: the same start under another name, which must come out as its arm):\n\n")
+	for _, c := range cs {
+		d := c.differs("")
+		if len(d) == 0 {
+			m.p("- `%s` against %s: no difference detected on any of its %d figure(s), as it must (`%s`).\n", c.name, c.of, len(c.rows), filepath.Base(c.campaign))
+			continue
+		}
+		var what []string
+		for _, row := range d {
+			b, _ := splitScope(row.Scope)
+			what = append(what, fmt.Sprintf("%s at %s %s, %s", leverFigure(row), b, row.Verdict, ratioText(row)))
+		}
+		m.p("- **`%s` differed from %s**, the same start under another name, on %d of its %d figure(s): %s (`%s`). "+
+			"In that file, the levers on %s under those budgets (and steady steps) are marked †: a difference of that size there is the host's, not the lever's "+
+			"(at p < %.2f, %d figure(s) would give about %.1f such verdicts by chance alone).\n",
+			c.name, c.of, len(d), len(c.rows), strings.Join(what, "; "), filepath.Base(c.campaign), c.of, 1-conf, len(c.rows), float64(len(c.rows))*(1-conf))
+	}
+	m.p("\n")
 }

@@ -188,3 +188,67 @@ func TestSettingsSplit(t *testing.T) {
 }
 
 func ptrF(v float64) *float64 { return &v }
+
+// controlCampaign is settingsCampaign with default.same marked a control
+// (--variant NAME:control); with drift, the control starts 20% faster
+// than its arm at cores=1, as the same start under another name does when
+// the host's noise is not the arms' alike.
+func controlCampaign(drift bool) *Campaign {
+	c := settingsCampaign()
+	for i := range c.Artifacts {
+		if c.Artifacts[i].Arm == "default.same" {
+			c.Artifacts[i].Variant.Control = true
+		}
+	}
+	if drift {
+		for i := range c.Samples {
+			if s := &c.Samples[i]; s.Arm == "default.same" && s.Budget == "cores=1" {
+				s.FirstRPCMs *= 0.8
+			}
+		}
+	}
+	c.Summaries = nil
+	c.fillSummaries()
+	return c
+}
+
+// A control is no lever: it is said to have come out as its arm, or, where
+// it did not, it is said so, and the levers on the same arm under the same
+// budget in the same file are marked †, the others not.
+func TestSettingsControls(t *testing.T) {
+	got := settingsOf(t, &Report{Campaigns: []*Campaign{controlCampaign(false)}})
+	for _, want := range []string{
+		"**Controls**",
+		"- `default.same` against default: no difference detected on any of its 2 figure(s), as it must (`synthetic`).",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("section lacks %q:\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{"`GOGC=100` on default", "†"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("section holds %q:\n%s", bad, got)
+		}
+	}
+
+	got = settingsOf(t, &Report{Campaigns: []*Campaign{controlCampaign(true)}})
+	for _, want := range []string{
+		"- **`default.same` differed from default**, the same start under another name, on 1 of its 2 figure(s): cold start (first RPC) at cores=1 faster, 0.8",
+		"(first RPC) faster, 0.8", // GOGC=200 at cores=1, worth setting, marked:
+		") †; `--num-stream-workers=2` on default at cores=1",
+		"| `GOGC=200` on default | cores=1 | cold start (first RPC) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("with a drifting control, section lacks %q:\n%s", want, got)
+		}
+	}
+	for _, line := range strings.Split(got, "\n") {
+		marked := strings.HasSuffix(strings.TrimSpace(strings.SplitN(line, "| 12+12 |", 2)[0]), "†")
+		if strings.HasPrefix(line, "| `GOGC=200` on default | cores=1 | cold start") && !marked {
+			t.Errorf("a lever's row in the control's budget is not marked: %s", line)
+		}
+		if strings.HasPrefix(line, "| `--num-stream-workers=2`") && marked {
+			t.Errorf("a lever's row the control did not measure is marked: %s", line)
+		}
+	}
+}

@@ -21,7 +21,7 @@ const (
 	VariantHelp = "NAME:KEY=VALUE[,KEY=VALUE...]: measure an arm's binary started with more settings too, as arm NAME, " +
 		"in the same rounds as the others and compared against that arm as it is (repeatable). " +
 		"KEY is env.VAR (environment, after --env's: env.GOGC=50) or arg.ARG (one more server argument, after the others: arg.--num-stream-workers=2), " +
-		"or from=ARM, the arm it starts; without from=, NAME says it: ARM.SUFFIX starts ARM (static.gogc50 starts static), " +
+		"or from=ARM, the arm it starts, or control (it sets nothing the arm does not have: an A/A check that must come out ~); without from=, NAME says it: ARM.SUFFIX starts ARM (static.gogc50 starts static), " +
 		"a NAME without '.' starts the baseline arm; a value holds no comma (docs/variants.md)"
 	SweepHelp = "[ARM:]KEY=V1,V2,...: a --variant per value, named ARM.VAR=V (env.GOGC=50,200 measures default.GOGC=50 and default.GOGC=200; " +
 		"arg.--num-stream-workers=1,4 measures default.num-stream-workers=1 and ...=4); ARM is the baseline arm unless given; KEY is env.VAR or arg.--FLAG " +
@@ -95,7 +95,7 @@ func (v *Variants) text(sweep bool) string {
 }
 
 // ParseVariant reads one --variant value: NAME:KEY=VALUE[,KEY=VALUE...],
-// each KEY env.VAR, arg.ARG or from.
+// each KEY env.VAR, arg.ARG or from, or the word control.
 func ParseVariant(s string) (variantSpec, error) {
 	spec := variantSpec{flag: "--variant", given: s}
 	name, settings, ok := strings.Cut(s, ":")
@@ -108,6 +108,8 @@ func ParseVariant(s string) (variantSpec, error) {
 	spec.name = name
 	for _, kv := range strings.Split(settings, ",") {
 		switch {
+		case kv == "control":
+			spec.Control = true
 		case strings.HasPrefix(kv, "from="):
 			if spec.from != "" {
 				return spec, fmt.Errorf("%q: from= given twice", s)
@@ -121,8 +123,8 @@ func ParseVariant(s string) (variantSpec, error) {
 			}
 		}
 	}
-	if len(spec.Env) == 0 && len(spec.Args) == 0 {
-		return spec, fmt.Errorf("variant %s: sets nothing: give env.VAR=VALUE or arg.ARG", name)
+	if len(spec.Env) == 0 && len(spec.Args) == 0 && !spec.Control {
+		return spec, fmt.Errorf("variant %s: sets nothing: give env.VAR=VALUE or arg.ARG, or control to measure the arm as it is under another name", name)
 	}
 	return spec, nil
 }
@@ -149,7 +151,7 @@ func (s *variantSpec) add(kv string) error {
 		}
 		s.Args = append(s.Args, a)
 	default:
-		return fmt.Errorf("%q: key is neither env. nor arg.: want %s (or from=ARM, the arm it starts)", kv, variantKeys)
+		return fmt.Errorf("%q: key is neither env. nor arg.: want %s (or from=ARM, the arm it starts, or control)", kv, variantKeys)
 	}
 	return nil
 }
@@ -272,7 +274,7 @@ func (v *Variants) Resolve(arms []string, baseline string) ([]campaign.Variant, 
 				return nil, fmt.Errorf("%s: variant %s given twice: name each variant once", flag, name)
 			}
 		}
-		out = append(out, campaign.Variant{Name: name, Variant: record.Variant{Of: of, Env: s.Env, Args: s.Args}})
+		out = append(out, campaign.Variant{Name: name, Variant: record.Variant{Of: of, Env: s.Env, Args: s.Args, Control: s.Control}})
 	}
 	if slices.ContainsFunc(out, func(x campaign.Variant) bool { return x.Name == baseline }) {
 		return nil, fmt.Errorf("--baseline: %s is a variant; a variant is compared against its own arm, so name an arm (arms: %s)", baseline, strings.Join(arms, ", "))
