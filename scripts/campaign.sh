@@ -103,18 +103,24 @@ step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interv
 # each a variant of the default arm set against it in the same rounds:
 # GOGC at start (the sample, and slowinit, whose init allocates), at
 # steady load and under budgets; GOMEMLIMIT at ~80% of a memory budget,
-# idle and loaded; grpc-go's worker pool (--num-stream-workers, 0 = a
-# goroutine per stream) on one CPU and two, with 1 and 8 connections.
-step "$bin/coldstart" run -n "$RUNS" --arms default --budget "max;cores=1" --sweep env.GOGC=50,200,off --results-dir "$out"
+# idle and loaded; GOMAXPROCS under a one-core quota (Go rounds the
+# cgroup's 1 up, and the host has 2); grpc-go's worker pool
+# (--num-stream-workers, 0 = a goroutine per stream) on one CPU and two,
+# with 1 and 8 connections. Each step carries a control (the arm under
+# another name, or its own default set explicitly), so that the report
+# can mark the levers of a step whose control did not come out "~".
+step "$bin/coldstart" run -n "$RUNS" --arms default --budget "max;cores=1;cores=0.5" --sweep env.GOGC=50,200,off \
+	--variant default.ctl:control --results-dir "$out"
 step "$bin/coldstart" run -n "$RUNS" --bin "slowinit=$bin/slowinit" --budget "max;cores=1" \
-	--sweep slowinit:env.GOGC=50,200,off --results-dir "$out"
+	--sweep slowinit:env.GOGC=50,200,off --variant slowinit.ctl:control --results-dir "$out"
 step "$bin/coldstart" density --instances 16 --arms default --budget mem=32Mi \
-	--variant default.memlimit26:env.GOMEMLIMIT=26MiB --results-dir "$out"
+	--variant default.memlimit26:env.GOMEMLIMIT=26MiB --variant default.ctl:control --results-dir "$out"
 step "$bin/steady" run --arms default --budget mem=32Mi --variant default.memlimit26:env.GOMEMLIMIT=26MiB \
-	--scenario throughput --concurrency 32 --rounds "$ROUNDS" --duration 2s --results-dir "$out"
-step "$bin/steady" run --arms default --budget "cores=1;cores=2" --sweep env.GOGC=50,200,off \
-	--scenario throughput --concurrency 32 --rounds "$ROUNDS" --duration 2s --results-dir "$out"
-step "$bin/steady" run --arms default --budget "cpus=0;cores=2" --sweep arg.--num-stream-workers=0,1,2 \
+	--variant default.ctl:control --scenario throughput --concurrency 32 --rounds "$ROUNDS" --duration 2s --results-dir "$out"
+step "$bin/steady" run --arms default --budget "cores=1;cores=2" --sweep env.GOGC=50,200,off --sweep env.GOMAXPROCS=1 \
+	--variant default.ctl:control --scenario throughput --concurrency 32 --rounds "$ROUNDS" --duration 2s --results-dir "$out"
+step "$bin/steady" run --arms default --budget "cpus=0;cores=2" --sweep arg.--num-stream-workers=1,2 \
+	--variant default.num-stream-workers=0:arg.--num-stream-workers=0,control \
 	--scenario throughput --concurrency 32 --conns 1,8 --rounds "$ROUNDS" --duration 1s --results-dir "$out"
 # Where the start goes: per-package init and the phases, traced
 # runs kept apart from the timed ones above.
