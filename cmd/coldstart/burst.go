@@ -100,7 +100,7 @@ func writeBurstText(w io.Writer, sums []record.BurstSummary, conf float64, runs 
 	if base := sums[0].VsBaseline.Baseline; base != "" {
 		head += "; baseline " + base
 	}
-	fmt.Fprintln(w, wrap(head, textWidth, "  "))
+	fmt.Fprintln(w, cliopts.Wrap(head, textWidth, "  "))
 	for _, b := range budgets {
 		var rows []record.BurstSummary
 		for _, s := range sums {
@@ -127,7 +127,7 @@ func writeBurstText(w io.Writer, sums []record.BurstSummary, conf float64, runs 
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintln(w, wrap(burstVerdict(b, rows), textWidth, "  "))
+		fmt.Fprintln(w, cliopts.Wrap(burstVerdict(b, rows), textWidth, "  "))
 	}
 	return nil
 }

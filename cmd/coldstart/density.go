@@ -120,7 +120,7 @@ func writeDensityText(w io.Writer, rows []campaign.DensityRow, base string) erro
 	if base != "" {
 		head += "; baseline " + base
 	}
-	fmt.Fprintln(w, wrap(head, textWidth, "  "))
+	fmt.Fprintln(w, cliopts.Wrap(head, textWidth, "  "))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join([]string{"arm", "PSS", cliopts.VsHeader(base), "anon", "RSS", "total PSS", "total RSS", "size"}, "\t"))

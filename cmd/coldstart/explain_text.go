@@ -21,7 +21,7 @@ import (
 // --wide, -o csv and -o json.
 func writeExplainText(w io.Writer, r explain.Report) error {
 	budgets := explainBudgets(r)
-	fmt.Fprintln(w, wrap(explainHeader(r, budgets), textWidth, "  "))
+	fmt.Fprintln(w, cliopts.Wrap(explainHeader(r, budgets), textWidth, "  "))
 	for _, b := range budgets {
 		phases := filterBudget(r.Phases, b, func(p explain.PhaseRow) string { return p.Budget })
 		pkgs := filterBudget(r.Packages, b, func(p explain.PackageRow) string { return p.Budget })
@@ -63,7 +63,7 @@ func writeExplainText(w io.Writer, r explain.Report) error {
 	if len(r.Notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range r.Notes {
-			fmt.Fprintln(w, wrap("note: "+strings.ReplaceAll(n, "\n", " "), textWidth, "  "))
+			fmt.Fprintln(w, cliopts.Wrap("note: "+strings.ReplaceAll(n, "\n", " "), textWidth, "  "))
 		}
 	}
 	return nil

@@ -43,7 +43,7 @@ func writeColdText(w io.Writer, sums []campaign.Summary, o coldTextOptions) erro
 		return nil
 	}
 	budgets := orderedBy(sums, func(s campaign.Summary) string { return s.Budget })
-	fmt.Fprintln(w, wrap(coldHeader(sums, o, budgets), textWidth, "  "))
+	fmt.Fprintln(w, cliopts.Wrap(coldHeader(sums, o, budgets), textWidth, "  "))
 	for _, b := range budgets {
 		rows := forBudget(sums, b)
 		fmt.Fprintln(w)
@@ -58,7 +58,7 @@ func writeColdText(w io.Writer, sums []campaign.Summary, o coldTextOptions) erro
 			return err
 		}
 		if line := verdictLine(b, rows, o); line != "" {
-			fmt.Fprintln(w, wrap(line, textWidth, "  "))
+			fmt.Fprintln(w, cliopts.Wrap(line, textWidth, "  "))
 		}
 	}
 	if o.Phases {
@@ -309,25 +309,4 @@ func mibText(b int64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-}
-
-// wrap folds line at spaces so that no line is wider than width columns
-// (runes), continuing lines with indent.
-func wrap(line string, width int, indent string) string {
-	words := strings.Fields(line)
-	var b strings.Builder
-	n := 0
-	for i, word := range words {
-		wl := len([]rune(word))
-		if i > 0 && n+1+wl > width {
-			b.WriteString("\n" + indent)
-			n = len(indent)
-		} else if i > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(word)
-		n += wl
-	}
-	return b.String()
 }

@@ -1,0 +1,24 @@
+package cliopts
+
+import "strings"
+
+// Wrap folds line at spaces so that no line is wider than width columns
+// (runes), continuing lines with indent.
+func Wrap(line string, width int, indent string) string {
+	words := strings.Fields(line)
+	var b strings.Builder
+	n := 0
+	for i, word := range words {
+		wl := len([]rune(word))
+		if i > 0 && n+1+wl > width {
+			b.WriteString("\n" + indent)
+			n = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += wl
+	}
+	return b.String()
+}
