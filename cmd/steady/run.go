@@ -56,6 +56,8 @@ type runOptions struct {
 	Client       string
 	Target       string
 	ServerPID    int
+	// Wide prints every step column at a terminal, as -o csv has them.
+	Wide bool
 	// --on knative: --on, --via, the cluster and its Services.
 	cliopts.Cluster
 	DebugAddr    string
@@ -165,6 +167,7 @@ verdict: stable or drifting.`,
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of the intervals over rounds, between 0 and 1")
 	f.DurationVar(&o.Duration, "duration", 0, "length of each open-loop window, and of closed-loop windows when set (0 = --calls)")
 	f.Float64Var(&o.Rate, "rate", 0, "open-loop rate in calls/s (needs --duration); the ramp's first rate")
+	f.BoolVar(&o.Wide, "wide", false, "print every step column in the table (latency percentiles, client CPU, allocation, GC, memory), as -o csv has them")
 	f.BoolVar(&o.Ramp, "ramp", false, "raise the open-loop rate step by step until p99 or the error rate crosses its limit")
 	f.Float64Var(&o.RampStep, "ramp-step", 0, "calls/s added at each ramp step (0 = --rate)")
 	f.Float64Var(&o.RampMax, "ramp-max", 0, "highest ramp rate in calls/s (0 = 100 × --rate)")
@@ -562,7 +565,11 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		rows = append(rows, r)
 		return rf.Add("step", r)
 	})
-	return rf.End(w, stepRows(o.Output, rows, base), err, built)
+	show := stepRows(o.Output, rows, base)
+	if o.Output == render.Table && !o.Wide {
+		show = func(w io.Writer) error { return writeStepText(w, rows, base) }
+	}
+	return rf.End(w, show, err, built)
 }
 
 // cfgArms names the arms cfg measures, in order: its --target's, else
@@ -584,29 +591,16 @@ func cfgArms(cfg steady.Config) []string {
 // vsCPUFields are the columns record.CPUVsBaseline adds to a step row.
 var vsCPUFields = []string{"vs_baseline_cpu_ratio", "vs_baseline_cpu_ci_low", "vs_baseline_cpu_ci_high", "vs_baseline_cpu_p", "vs_baseline_cpu_verdict"}
 
-// stepRows prints the step rows in the -o format. At a terminal each
-// row's comparison with the baseline's rounds is two columns, calls/s
+// stepRows prints the step rows in the -o format (the terminal's with
+// --wide: writeStepText is its default). At a terminal each row's
+// comparison with the baseline's rounds is two columns, calls/s
 // ("1.12× [1.05, 1.20] faster") and server CPU per call ("0.91× [0.88,
 // 0.95] lower"); a row whose rounds are too few for an interval says so.
 // json, csv and markdown keep every field.
 func stepRows(f render.Format, rows []steady.Row, base string) func(io.Writer) error {
-	noCI := func(r steady.Row) string {
-		if r.Rounds == 1 {
-			return "(no CI: 1 round)"
-		}
-		return fmt.Sprintf("(no CI: %d rounds)", r.Rounds)
-	}
 	return cliopts.RowsVs(f, rows,
-		cliopts.VsColumn{Header: "calls_per_s " + cliopts.VsHeader(base), Fields: cliopts.VsFields, Cell: func(i int) string {
-			return cliopts.VsTextIn(rows[i].VsBaseline, base, noCI(rows[i]))
-		}},
-		cliopts.VsColumn{Header: "cpu " + cliopts.VsHeader(base), Fields: vsCPUFields, Cell: func(i int) string {
-			if rows[i].Verdict == record.VerdictBaseline {
-				return "baseline"
-			}
-			// A variant's is against its own arm's (VsTextIn names it).
-			return cliopts.VsTextIn(rows[i].CPUVsBaseline.Vs(rows[i].Baseline), base, noCI(rows[i]))
-		}})
+		cliopts.VsColumn{Header: "calls_per_s " + cliopts.VsHeader(base), Fields: cliopts.VsFields, Cell: func(i int) string { return callsVs(rows[i], base) }},
+		cliopts.VsColumn{Header: "cpu " + cliopts.VsHeader(base), Fields: vsCPUFields, Cell: func(i int) string { return cpuVs(rows[i], base) }})
 }
 
 // buildArms builds the arms through the path coldstart run takes

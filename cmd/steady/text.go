@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
+	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/record"
+	"github.com/coldstart-go/coldstart/steady"
+)
+
+// textWidth is the widest line the terminal output aims for, as
+// coldstart run's: it fits a 100-column terminal. --wide keeps every
+// column instead.
+const textWidth = 100
+
+// writeStepText writes run's step rows as a person reads them at a
+// terminal: one header line of what every row shares, then per step a
+// title, a small table (arm, calls/s, calls/s against the baseline with
+// its interval and verdict, p50, p99, server CPU per call, PSS, and
+// errors where there are any) and a verdict line that sets each arm's
+// calls/s and CPU per call against its baseline. -o json, csv and
+// markdown, and --wide, keep every field instead.
+func writeStepText(w io.Writer, rows []steady.Row, base string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, cliopts.Wrap(stepHeader(rows, base), textWidth, "  "))
+	budgets := distinct(rows, func(r steady.Row) string { return r.Budget })
+	for _, key := range distinct(rows, stepKey) {
+		var step []steady.Row
+		for _, r := range rows {
+			if stepKey(r) == key {
+				step = append(step, r)
+			}
+		}
+		title := stepTitle(step[0])
+		if len(budgets) > 1 {
+			title = step[0].Budget + ": " + title
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, title)
+		if err := stepTable(w, step, base); err != nil {
+			return err
+		}
+		if line := stepVerdicts(step, base); line != "" {
+			fmt.Fprintln(w, cliopts.Wrap(line, textWidth, "  "))
+		}
+	}
+	return nil
+}
+
+// stepHeader states what every row shares: the rounds, the client, the
+// budget when there is one, the baseline.
+func stepHeader(rows []steady.Row, base string) string {
+	var parts []string
+	if rs := distinct(rows, func(r steady.Row) string { return fmt.Sprint(r.Rounds) }); len(rs) == 1 {
+		parts = append(parts, rs[0]+" round(s) per arm and step, arms interleaved")
+	} else {
+		parts = append(parts, "rounds per arm differ (see each row)")
+	}
+	parts = append(parts, "medians over the rounds")
+	if cs := distinct(rows, func(r steady.Row) string { return string(r.Client) }); len(cs) == 1 && cs[0] != "" {
+		parts = append(parts, "client "+cs[0])
+	}
+	if bs := distinct(rows, func(r steady.Row) string { return r.Budget }); len(bs) == 1 {
+		parts = append(parts, "budget "+bs[0])
+	}
+	if base != "" {
+		parts = append(parts, "baseline "+base)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stepKey is what makes rows one step: every arm's row of it shares it.
+func stepKey(r steady.Row) string {
+	return fmt.Sprintf("%s|%s", r.Budget, stepTitle(r))
+}
+
+// stepTitle names a step as the progress lines do: "grpc throughput 8B
+// c=32 conns=1 depth=32", with the rate of an open-loop step.
+func stepTitle(r steady.Row) string {
+	s := fmt.Sprintf("%s %s %dB c=%d conns=%d depth=%d", r.Protocol, r.Scenario, r.PayloadBytes, r.Concurrency, r.Conns, r.Depth)
+	if r.RateReq > 0 {
+		s += fmt.Sprintf(" rate=%.0f/s", r.RateReq)
+	}
+	return s
+}
+
+func stepTable(w io.Writer, step []steady.Row, base string) error {
+	errs := false
+	for _, r := range step {
+		errs = errs || r.Errors > 0
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	head := []string{"arm", "calls/s", "calls/s " + cliopts.VsHeader(base), "p50 µs", "p99 µs", "CPU/call", "PSS"}
+	if errs {
+		head = append(head, "errors")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range step {
+		cells := []string{r.Arm, fmt.Sprintf("%.0f", r.CallsPerS), callsVs(r, base), fmt.Sprintf("%.0f", r.P50Us), fmt.Sprintf("%.0f", r.P99Us),
+			usCell(r.ServerCPUUsPerCall), mibCell(r.PSSBytes)}
+		if errs {
+			cells = append(cells, fmt.Sprintf("%d (%.2g%%)", r.Errors, 100*r.ErrorRate))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// noCI says why a row has no interval: too few rounds.
+func noCI(r steady.Row) string {
+	if r.Rounds == 1 {
+		return "(no CI: 1 round)"
+	}
+	return fmt.Sprintf("(no CI: %d rounds)", r.Rounds)
+}
+
+func callsVs(r steady.Row, base string) string {
+	return cliopts.VsTextIn(r.VsBaseline, base, noCI(r))
+}
+
+func cpuVs(r steady.Row, base string) string {
+	if r.Verdict == record.VerdictBaseline {
+		return "baseline"
+	}
+	// A variant's is against its own arm's (VsTextIn names it).
+	return cliopts.VsTextIn(r.CPUVsBaseline.Vs(r.Baseline), base, noCI(r))
+}
+
+// stepVerdicts is one line per step: "static.gc: calls/s 1.12× [1.05,
+// 1.20] faster, CPU per call 0.91× [0.88, 0.95] lower than static;
+// static.ctl ~ static". Arms alike on both figures are "~".
+func stepVerdicts(step []steady.Row, base string) string {
+	var parts []string
+	for _, r := range step {
+		if !r.VsBaseline.Compared() {
+			continue
+		}
+		against := r.VsBaseline.Baseline
+		cpu := r.CPUVsBaseline.Vs(r.Baseline)
+		if r.VsBaseline.Verdict == string(stats.NoDifference) && (cpu.Verdict == "" || cpu.Verdict == string(stats.NoDifference)) {
+			parts = append(parts, fmt.Sprintf("%s ~ %s", r.Arm, against))
+			continue
+		}
+		s := fmt.Sprintf("%s: calls/s %s", r.Arm, cliopts.VsText(r.VsBaseline, noCI(r)))
+		if cpu.Verdict != "" {
+			s += ", CPU per call " + cliopts.VsText(cpu, noCI(r))
+		}
+		parts = append(parts, s+" against "+against)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func usCell(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f µs", *v)
+}
+
+func mibCell(v *int64) string {
+	if v == nil || *v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(*v)/(1<<20))
+}
+
+// distinct are the values of key over rows, in the order first met.
+func distinct(rows []steady.Row, key func(steady.Row) string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if k := key(r); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
