@@ -111,7 +111,12 @@ type CompareRow struct {
 	DiffHiMs *float64 `json:"diff_hi_ms"`
 	P        float64  `json:"p"`
 	N        string   `json:"n"`
-	Verdict  string   `json:"verdict"`
+	// Test is the test behind P and the interval: stats.PairedWilcoxon on
+	// the runs both arms traced in the same round (the arms run
+	// interleaved, so noise that hits a round hits both), or
+	// stats.MannWhitney when too few pair.
+	Test    string `json:"test"`
+	Verdict string `json:"verdict"`
 }
 
 // Report is what explain found.
@@ -199,16 +204,17 @@ func Analyze(traces []record.Trace, o Options) Report {
 }
 
 // phaseVsBaseline sets a phase row's counted first-RPC times against the
-// baseline arm's under the same budget; nothing when either has none.
+// baseline arm's under the same budget, paired by run where enough pair
+// (as coldstart run's summaries are); nothing when either has none.
 func phaseVsBaseline(row PhaseRow, base string, byGroup map[group][]record.Trace) record.VsBaseline {
 	if row.Arm == base {
 		return record.VsBaseline{Baseline: base, Verdict: record.VerdictBaseline}
 	}
-	first := func(arm string) []float64 {
-		var xs []float64
+	first := func(arm string) stats.Rounds {
+		xs := stats.Rounds{}
 		for _, t := range counted(byGroup[group{arm, row.Budget}]) {
 			if t.FirstRPCMs > 0 {
-				xs = append(xs, t.FirstRPCMs)
+				xs[t.Run] = t.FirstRPCMs
 			}
 		}
 		return xs
@@ -217,7 +223,7 @@ func phaseVsBaseline(row PhaseRow, base string, byGroup map[group][]record.Trace
 	if len(xa) == 0 || len(xb) == 0 {
 		return record.VsBaseline{}
 	}
-	return record.NewVsBaseline(base, xa, xb, stats.LessIsFaster, explainConfidence, stats.DefaultMinEffect)
+	return record.NewVsBaselineRounds(base, xa, xb, stats.LessIsFaster, explainConfidence, stats.DefaultMinEffect)
 }
 
 // counted are the runs that reached first RPC and count.
@@ -470,13 +476,14 @@ func compareArms(b string, arms []string, bl record.Baselines, byGroup map[group
 			watch = append(watch, p.Package)
 		}
 	}
-	values := func(arm, what string) []float64 {
-		var xs []float64
+	// values are an arm's figure per run, keyed by the run (the round).
+	values := func(arm, what string) stats.Rounds {
+		xs := stats.Rounds{}
 		if pkg, ok := strings.CutPrefix(what, "init "); ok {
 			for _, t := range withInits(byGroup[group{arm, b}]) {
 				for _, in := range t.Inits {
 					if in.Package == pkg {
-						xs = append(xs, in.ClockMs)
+						xs[t.Run] += in.ClockMs
 					}
 				}
 			}
@@ -484,7 +491,7 @@ func compareArms(b string, arms []string, bl record.Baselines, byGroup map[group
 		}
 		for _, t := range counted(byGroup[group{arm, b}]) {
 			if v, ok := metrics(t)[what]; ok {
-				xs = append(xs, v)
+				xs[t.Run] = v
 			}
 		}
 		return xs
@@ -507,9 +514,9 @@ func compareArms(b string, arms []string, bl record.Baselines, byGroup map[group
 			c := explainCompare(xb, xa)
 			row := CompareRow{
 				Budget: b, What: w, Base: base, Arm: arm,
-				BaseMs: med(xa), ArmMs: med(xb),
+				BaseMs: med(xa.Values()), ArmMs: med(xb.Values()),
 				DiffMs: round3(c.Diff), DiffLoMs: finite(round3(c.DiffLow)), DiffHiMs: finite(round3(c.DiffHigh)),
-				P: round3(c.P), N: fmt.Sprintf("%d+%d", len(xa), len(xb)),
+				P: round3(c.P), N: fmt.Sprintf("%d+%d", len(xa), len(xb)), Test: c.Test,
 			}
 			row.Verdict = verdict(arm, c)
 			rows = append(rows, row)
@@ -596,7 +603,8 @@ func explainMedian(xs []float64) explainEstimate {
 	return explainEstimate{Center: m.Value, Lo: m.Low, Hi: m.High}
 }
 
-// explainCompare tests arm against base.
-func explainCompare(arm, base []float64) stats.Comparison {
-	return stats.Compare(arm, base, explainConfidence)
+// explainCompare tests arm against base, paired by run where enough runs
+// pair (stats.CompareRounds), else unpaired.
+func explainCompare(arm, base stats.Rounds) stats.Comparison {
+	return stats.CompareRounds(arm, base, explainConfidence)
 }

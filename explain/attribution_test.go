@@ -40,8 +40,8 @@ func TestAnalyzeVsBaseline(t *testing.T) {
 	if upx.Verdict != string(stats.Slower) || upx.Baseline != "default" || upx.Ratio == nil || *upx.Ratio < 9 || *upx.Ratio > 11 {
 		t.Errorf("upx (10× the first RPC): %+v, want slower than default, ratio near 10", upx)
 	}
-	if upx.P == nil || *upx.P >= 0.001 {
-		t.Errorf("upx: p = %v, want < 0.001 (8 against 8, fully apart)", upx.P)
+	if upx.P == nil || *upx.P > 2.0/256+1e-9 || upx.Test != stats.PairedWilcoxon {
+		t.Errorf("upx: p = %v by %s, want 2/2^8 by %s (8 rounds, each slower)", upx.P, upx.Test, stats.PairedWilcoxon)
 	}
 	if upx.CILow == nil || upx.CIHigh == nil {
 		t.Errorf("upx: no interval with 8 runs each: %+v", upx)
@@ -93,5 +93,56 @@ func TestModuleOf(t *testing.T) {
 	}
 	if got := moduleOf(record.Modules{}, "github.com/x/y"); got != UnattributedModule {
 		t.Errorf("without build info, moduleOf(github.com/x/y) = %q, want %q", got, UnattributedModule)
+	}
+}
+
+// TestAnalyzePairsByRound: runs that share a round share its noise (here
+// each round's start is slower by a factor that differs round to round,
+// 1× to 2.6×); the upx arm is 3% slower than default in every round. By
+// the rounds, that is found; unpaired, the rounds' spread would hide it.
+// Both the phase row and the arms-against rows say which test they used.
+func TestAnalyzePairsByRound(t *testing.T) {
+	var ts []record.Trace
+	for i := 0; i < 12; i++ {
+		noise := 1 + 0.15*float64(i)
+		for _, a := range []struct {
+			arm    string
+			factor float64
+		}{{"default", 1}, {"upx", 1.03}} {
+			ms := 10 * noise * a.factor
+			ts = append(ts, record.Trace{Arm: a.arm, Budget: "max", Run: i + 1, FirstRPCMs: ms,
+				Phases: []record.Phase{{Name: record.PhaseAccepting, Ms: ms / 2}},
+				Inits:  []record.PackageInit{{Package: "example.com/a", ClockMs: ms / 10}}})
+		}
+	}
+	r := Analyze(ts, Options{Arms: []string{"default", "upx"}})
+	for _, p := range r.Phases {
+		if p.Arm != "upx" {
+			continue
+		}
+		if p.Verdict != string(stats.Slower) || p.Test != stats.PairedWilcoxon {
+			t.Errorf("upx's phase row: %+v, want slower by the paired test", p.VsBaseline)
+		}
+	}
+	if len(r.Compare) == 0 {
+		t.Fatal("no arms-against rows")
+	}
+	for _, c := range r.Compare {
+		if c.Test != stats.PairedWilcoxon || c.Verdict != "upx "+string(stats.Slower) {
+			t.Errorf("compare %s: test %s, verdict %q: want upx slower by %s", c.What, c.Test, c.Verdict, stats.PairedWilcoxon)
+		}
+	}
+
+	// Rounds that do not pair (upx's runs numbered apart from default's)
+	// are compared unpaired, and said so.
+	for i := range ts {
+		if ts[i].Arm == "upx" {
+			ts[i].Run += 100
+		}
+	}
+	for _, c := range Analyze(ts, Options{Arms: []string{"default", "upx"}}).Compare {
+		if c.Test != stats.MannWhitney {
+			t.Errorf("compare %s unpaired: test %s, want %s", c.What, c.Test, stats.MannWhitney)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/explain"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
 )
 
@@ -108,11 +109,17 @@ func (r *Report) explainSection(m *mdw, plots func(*Campaign, string)) {
 			if cr.DiffLoMs != nil && cr.DiffHiMs != nil {
 				diff += fmt.Sprintf(" [%.3g, %.3g]", *cr.DiffLoMs, *cr.DiffHiMs)
 			}
-			crows = append(crows, []string{cr.Budget, cr.What, cr.Base, cr.Arm, ms(cr.BaseMs), ms(cr.ArmMs), diff, fmt.Sprintf("%.3f", cr.P), cr.N, cr.Verdict})
+			test := cr.Test
+			if test == "" {
+				test = stats.MannWhitney // files from before explain paired by run
+			}
+			crows = append(crows, []string{cr.Budget, cr.What, cr.Base, cr.Arm, ms(cr.BaseMs), ms(cr.ArmMs), diff, fmt.Sprintf("%.3f", cr.P), cr.N, test, cr.Verdict})
 		}
 		if len(crows) > 0 {
-			m.p("**Arms against %s**: Mann-Whitney U at %g, difference (Hodges-Lehmann) with its 95%% interval; packages shown only where they differ; p not corrected for the number of rows.\n\n", er.Compare[0].Base, explain.Alpha)
-			m.table([]string{"budget", "what", "base", "arm", "base ms", "arm ms", "arm − base ms [95% CI]", "p", "n", "verdict"}, crows)
+			m.p("**Arms against %s**: at %g, the Wilcoxon signed-rank test on the runs both arms traced in the same round (%s), or Mann-Whitney U where too few pair (%s); "+
+				"difference (Hodges-Lehmann) with its 95%% interval; packages shown only where they differ; p not corrected for the number of rows.\n\n",
+				er.Compare[0].Base, explain.Alpha, stats.PairedWilcoxon, stats.MannWhitney)
+			m.table([]string{"budget", "what", "base", "arm", "base ms", "arm ms", "arm − base ms [95% CI]", "p", "n", "test", "verdict"}, crows)
 		}
 		if len(er.Notes) > 0 {
 			m.p("Not attributed or not measured:\n\n")

@@ -223,7 +223,18 @@ func explainCompare(w io.Writer, rows []explain.CompareRow) error {
 		resolved = append(resolved, c)
 	}
 	base := rows[0].Base
-	title := fmt.Sprintf("against %s (Mann-Whitney U, alpha %g, not corrected for the %d comparisons)", base, explain.Alpha, len(rows))
+	tests := map[string]bool{}
+	for _, c := range rows {
+		tests[c.Test] = true
+	}
+	test := "paired by round, Wilcoxon signed-rank"
+	switch {
+	case !tests[stats.PairedWilcoxon]:
+		test = "Mann-Whitney U"
+	case len(tests) > 1:
+		test = "paired by round where enough runs pair, else Mann-Whitney U"
+	}
+	title := fmt.Sprintf("against %s (%s, alpha %g, not corrected for the %d comparisons)", base, test, explain.Alpha, len(rows))
 	fmt.Fprintln(w, title)
 	if len(resolved) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
