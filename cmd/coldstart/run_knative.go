@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"text/tabwriter"
+	"time"
 
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/prober"
@@ -62,5 +65,63 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if aerr := cliopts.AddAll(rf, "summary", sums); aerr != nil && err == nil {
 		err = aerr
 	}
-	return rf.End(w, o.printSummaries(sums), err, campaign.Built{})
+	// What an idle instance holds there: its pod, the queue-proxy and the
+	// sandbox included. Not reading it (no nodes/proxy permission, no
+	// kubelet sample) is said, and does not fail the cold starts.
+	var mems []knative.PodMemory
+	if err == nil {
+		var merr error
+		mems, merr = cs.IdleMemory(ctx, idleMemoryWait)
+		if merr != nil {
+			rf.Notef("idle pod memory: %v", merr)
+			fmt.Fprintf(o.Errw(), "coldstart: %v\n", merr)
+		}
+		if aerr := cliopts.AddAll(rf, "pod_memory", mems); aerr != nil {
+			err = aerr
+		}
+	}
+	show := o.printSummaries(sums)
+	if o.Output == render.Table && len(mems) > 0 {
+		show = func(w io.Writer) error {
+			if err := o.printSummaries(sums)(w); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+			return writePodMemory(w, mems)
+		}
+	}
+	return rf.End(w, show, err, campaign.Built{})
+}
+
+// idleMemoryWait bounds the wait for a kubelet sample of each arm's pod
+// after it answered (the kubelet samples every 10-15 s).
+const idleMemoryWait = 60 * time.Second
+
+// writePodMemory is the idle pods' table: each container's working set,
+// the sandbox's and the pod's.
+func writePodMemory(w io.Writer, mems []knative.PodMemory) error {
+	mib := func(v *uint64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f MiB", float64(*v)/(1<<20))
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "idle pod (kubelet working set)\tuser container\tqueue-proxy\tsandbox\tpod")
+	for _, m := range mems {
+		var user, qp *uint64
+		for _, c := range m.Containers {
+			if c.Name == "queue-proxy" {
+				qp = c.WorkingSetBytes
+			} else if user == nil {
+				user = c.WorkingSetBytes
+			}
+		}
+		sb := "–"
+		if m.SandboxBytes != nil {
+			sb = fmt.Sprintf("%.1f MiB", float64(*m.SandboxBytes)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Arm, mib(user), mib(qp), sb, mib(m.PodWorkingSetBytes))
+	}
+	return tw.Flush()
 }
