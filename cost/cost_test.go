@@ -537,3 +537,36 @@ func TestRowsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// On Knative an idle instance is the pod: with a run --on knative file
+// that read its pods' memory, a Knative arm's idle bytes are its pod's
+// working set from that file, not the local PSS; locally they stay the
+// density file's PSS.
+func TestArmsFromPodMemory(t *testing.T) {
+	r, err := report.Load("../results/20261201-112156_coldstart.jsonl", "../results/20261201-112312_density.jsonl", "../results/20261202-101723_coldstart-knative.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := map[string]int64{}
+	for _, c := range r.Campaigns {
+		for _, pm := range c.PodMemory {
+			pod[pm.Arm] = int64(*pm.PodWorkingSetBytes)
+		}
+	}
+	kn, err := ArmsFrom(r, KnativeP, "cpus=0-1", []string{"default", "static", "upx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kn {
+		if a.IdleBytes != pod[a.Name] || pod[a.Name] == 0 || !strings.Contains(a.IdleSource, "pod's working set") {
+			t.Errorf("knative %s: idle %d bytes from %q, want the pod's %d", a.Name, a.IdleBytes, a.IdleSource, pod[a.Name])
+		}
+	}
+	local, err := ArmsFrom(r, Local, "cpus=0-1", []string{"static"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(local[0].IdleSource, "density") {
+		t.Errorf("local static: idle from %q, want the density file's PSS", local[0].IdleSource)
+	}
+}

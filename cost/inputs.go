@@ -103,9 +103,10 @@ func ArmsFrom(r *report.Report, platform, budget string, names []string) ([]Arm,
 	return arms, nil
 }
 
-// idleMemory is one idle instance's memory and where it was read: the
-// seam where a pod's idle memory (a density row of budget "knative")
-// replaces the local PSS once it is measured.
+// idleMemory is one idle instance's memory and where it was read. For
+// Knative policies it is the idle pod's, measured on the cluster where the
+// files hold it (run --on knative's pod_memory rows), not the local PSS:
+// there an idle instance is the whole pod.
 func idleMemory(r *report.Report, arm, platform string, samples, localSamples []report.Sample) (int64, string) {
 	var dens []report.DensityRow
 	for _, c := range r.Campaigns {
@@ -116,6 +117,13 @@ func idleMemory(r *report.Report, arm, platform string, samples, localSamples []
 		}
 	}
 	if platform == KnativeP {
+		for _, c := range r.Campaigns {
+			for _, pm := range c.PodMemory {
+				if pm.Arm == arm && pm.PodWorkingSetBytes != nil && *pm.PodWorkingSetBytes > 0 {
+					return int64(*pm.PodWorkingSetBytes), "the idle pod's working set on Knative (server, queue-proxy and sandbox; kubelet stats)"
+				}
+			}
+		}
 		for _, d := range dens {
 			if d.Budget == "knative" && d.PSSBytes > 0 {
 				return d.PSSBytes, "pod PSS (density on Knative)"

@@ -57,7 +57,86 @@ func (r *Report) knativeSection(m *mdw) {
 			"Knative − local, ms [" + fmt.Sprintf("%.0f%%", 100*r.confidence()) + " CI]", "largest step on Knative (median ms)"}, rows)
 		m.p("Local rows from %s (the widest budget without a CPU quota; the image arm runs under runc there), Knative rows from `%s`, both at the report's confidence level; the difference is the Hodges–Lehmann shift with its interval. The difference is what the cluster's path added on the machines named under the two tables above, not a production figure.\n\n",
 			strings.Join(files, ", "), filepath.Base(k.File))
+		r.podMemoryTable(m, k)
 	}
+}
+
+// podMemoryTable sets what each arm's idle pod held on Knative, per
+// container, beside the same arm's local PSS: on Knative an idle
+// instance is the pod, its queue-proxy sidecar and sandbox included.
+func (r *Report) podMemoryTable(m *mdw, k *Campaign) {
+	if len(k.PodMemory) == 0 {
+		return
+	}
+	var local []*Campaign
+	for _, c := range r.Campaigns {
+		if !c.Knative() {
+			local = append(local, c)
+		}
+	}
+	mibU := func(v *uint64) string {
+		if v == nil {
+			return "–"
+		}
+		return mib(int64(*v))
+	}
+	var rows [][]string
+	var files []string
+	for _, pm := range k.PodMemory {
+		var user, qp *uint64
+		for _, c := range pm.Containers {
+			switch {
+			case c.Name == "queue-proxy":
+				qp = c.WorkingSetBytes
+			case user == nil:
+				user = c.WorkingSetBytes
+			}
+		}
+		sandbox := "–"
+		if pm.SandboxBytes != nil {
+			sandbox = mib(*pm.SandboxBytes)
+		}
+		localPSS, ratio := "–", "–"
+		if pss, file := localPSSOf(local, pm.Arm); pss > 0 {
+			files = appendUnique(files, "`"+filepath.Base(file)+"`")
+			localPSS = mib(pss)
+			if pm.PodWorkingSetBytes != nil {
+				ratio = fmt.Sprintf("%.1f×", float64(*pm.PodWorkingSetBytes)/float64(pss))
+			}
+		}
+		rows = append(rows, []string{pm.Arm, mibU(user), mibU(qp), sandbox, mibU(pm.PodWorkingSetBytes), localPSS, ratio})
+	}
+	m.p("**What an idle instance holds there**: each arm's pod after it answered, from the kubelet's stats (cgroup working set), beside the same arm's local PSS\n\n")
+	m.table([]string{"arm", "server container", "queue-proxy", "sandbox (pod − containers)", "pod", "local PSS", "pod / local"}, rows)
+	src := "no local PSS measured"
+	if len(files) > 0 {
+		src = "local PSS from " + strings.Join(files, ", ") + " (density where measured, else at first RPC)"
+	}
+	m.p("Working set is what the kubelet counts against a pod's memory limit (RSS plus active page cache); PSS shares a binary's pages between instances, so the two measure differently and the ratio is indicative. %s.\n\n", src)
+}
+
+// localPSSOf is arm's idle PSS in the local campaigns: a density row's
+// per-instance PSS where one was measured, else the median PSS at first
+// RPC of its samples.
+func localPSSOf(local []*Campaign, arm string) (int64, string) {
+	for _, c := range local {
+		for _, d := range c.Density {
+			if d.Arm == arm && d.Budget != "knative" && d.PSSBytes > 0 {
+				return d.PSSBytes, c.File
+			}
+		}
+	}
+	for _, c := range local {
+		if pss := median(c.Samples, func(s Sample) (float64, bool) {
+			if s.Arm != arm || s.PSSBytes == nil {
+				return 0, false
+			}
+			return float64(*s.PSSBytes), true
+		}); pss > 0 {
+			return int64(pss), c.File
+		}
+	}
+	return 0, ""
 }
 
 // localFor finds arm in the first local campaign that has it, at the

@@ -105,6 +105,9 @@ type Campaign struct {
 	// and each arm's build info (report/explain.go).
 	Traces         []record.Trace
 	ExplainModules []ExplainModules
+	// PodMemory is what each arm's idle pod held on Knative, per
+	// container (`run --on knative`, report/knative.go).
+	PodMemory []record.PodMemory
 	// Cost and CostAnswers are `coldstart cost`'s rows and constrained
 	// answers (report/cost.go).
 	Cost        []CostRow
@@ -324,6 +327,8 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.BurstSummaries)
 		case kind == record.TLSClientKind:
 			err = add(line, &c.TLS)
+		case kind == record.PodMemoryKind:
+			err = add(line, &c.PodMemory)
 		case kind == record.BurstInstanceKind:
 			// One instance of a burst: its burst record carries what the
 			// report shows.

@@ -76,7 +76,7 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 			rf.Notef("idle pod memory: %v", merr)
 			fmt.Fprintf(o.Errw(), "coldstart: %v\n", merr)
 		}
-		if aerr := cliopts.AddAll(rf, "pod_memory", mems); aerr != nil {
+		if aerr := cliopts.AddAll(rf, record.PodMemoryKind, mems); aerr != nil {
 			err = aerr
 		}
 	}
