@@ -91,7 +91,7 @@ func writeBurstText(w io.Writer, sums []record.BurstSummary, conf float64, runs 
 	if len(sums) == 0 {
 		return nil
 	}
-	budgets := orderedBy(sums, func(s record.BurstSummary) string { return s.Budget })
+	budgets := cliopts.OrderedBy(sums, func(s record.BurstSummary) string { return s.Budget })
 	head := fmt.Sprintf("%d rounds after 1 warm-up start per arm; N instances at once in one shared budget, "+
 		"each spawn → first ready RPC on its own fresh channel; ms, medians over rounds; all = until all N serve", runs)
 	if len(budgets) == 1 {
@@ -115,7 +115,7 @@ func writeBurstText(w io.Writer, sums []record.BurstSummary, conf float64, runs 
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		base := rows[0].VsBaseline.Baseline
 		fmt.Fprintln(tw, strings.Join([]string{"arm", "N", "p50", "p99", "max", "all", "all vs " + base, "p50 vs N=1", "CPU ms", "peak MiB"}, "\t"))
-		for _, arm := range orderedBy(rows, func(s record.BurstSummary) string { return s.Arm }) {
+		for _, arm := range cliopts.OrderedBy(rows, func(s record.BurstSummary) string { return s.Arm }) {
 			for _, s := range rows {
 				if s.Arm != arm {
 					continue
@@ -181,7 +181,7 @@ func burstVerdict(budget string, rows []record.BurstSummary) string {
 		line += strings.Join(parts, "; ")
 	}
 	var knees, none []string
-	for _, arm := range orderedBy(rows, func(s record.BurstSummary) string { return s.Arm }) {
+	for _, arm := range cliopts.OrderedBy(rows, func(s record.BurstSummary) string { return s.Arm }) {
 		k := ""
 		for _, s := range rows {
 			if s.Arm == arm && s.Knee {

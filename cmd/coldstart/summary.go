@@ -42,14 +42,14 @@ func writeColdText(w io.Writer, sums []campaign.Summary, o coldTextOptions) erro
 	if len(sums) == 0 {
 		return nil
 	}
-	budgets := orderedBy(sums, func(s campaign.Summary) string { return s.Budget })
+	budgets := cliopts.OrderedBy(sums, func(s campaign.Summary) string { return s.Budget })
 	fmt.Fprintln(w, cliopts.Wrap(coldHeader(sums, o, budgets), textWidth, "  "))
 	for _, b := range budgets {
 		rows := forBudget(sums, b)
 		fmt.Fprintln(w)
 		if len(budgets) > 1 {
 			head := b
-			if p := orderedBy(sums, func(s campaign.Summary) string { return s.ProberCPUs }); len(p) > 1 && rows[0].ProberCPUs != "" {
+			if p := cliopts.OrderedBy(sums, func(s campaign.Summary) string { return s.ProberCPUs }); len(p) > 1 && rows[0].ProberCPUs != "" {
 				head += " (prober on CPUs " + rows[0].ProberCPUs + ")"
 			}
 			fmt.Fprintln(w, head)
@@ -72,7 +72,7 @@ func writeColdText(w io.Writer, sums []campaign.Summary, o coldTextOptions) erro
 // the prober's CPUs and the budget when there is one.
 func coldHeader(sums []campaign.Summary, o coldTextOptions, budgets []string) string {
 	var parts []string
-	runs := orderedBy(sums, func(s campaign.Summary) string { return fmt.Sprint(s.Runs) })
+	runs := cliopts.OrderedBy(sums, func(s campaign.Summary) string { return fmt.Sprint(s.Runs) })
 	switch {
 	case len(runs) == 1 && o.Warmup:
 		parts = append(parts, runs[0]+" runs per arm after 1 warm-up round")
@@ -82,10 +82,10 @@ func coldHeader(sums []campaign.Summary, o coldTextOptions, budgets []string) st
 		parts = append(parts, "runs per arm differ (see each row)")
 	}
 	parts = append(parts, "spawn → first ready RPC, fresh channel per probe")
-	if p := orderedBy(sums, func(s campaign.Summary) string { return s.Probe }); len(p) == 1 && p[0] != "" {
+	if p := cliopts.OrderedBy(sums, func(s campaign.Summary) string { return s.Probe }); len(p) == 1 && p[0] != "" {
 		parts = append(parts, "probe "+p[0])
 	}
-	if p := orderedBy(sums, func(s campaign.Summary) string { return s.ProberCPUs }); len(p) == 1 && p[0] != "" {
+	if p := cliopts.OrderedBy(sums, func(s campaign.Summary) string { return s.ProberCPUs }); len(p) == 1 && p[0] != "" {
 		parts = append(parts, "prober on CPUs "+p[0])
 	}
 	if len(budgets) == 1 {
@@ -104,7 +104,7 @@ func coldTable(w io.Writer, rows []campaign.Summary, o coldTextOptions) error {
 	if base == "" {
 		vs = "vs baseline"
 	}
-	varied := len(orderedBy(rows, func(s campaign.Summary) string { return fmt.Sprint(s.Runs) })) > 1
+	varied := len(cliopts.OrderedBy(rows, func(s campaign.Summary) string { return fmt.Sprint(s.Runs) })) > 1
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	head := []string{"arm", fmt.Sprintf("median ms [%.0f%% CI]", 100*o.Confidence), "p90 ms", vs, "startup CPU", "PSS", "size"}
 	if varied {
@@ -259,19 +259,6 @@ func median(xs []float64) float64 {
 		return math.NaN()
 	}
 	return s[len(s)/2]
-}
-
-// orderedBy lists the distinct keys of rows in the order first seen.
-func orderedBy[T any](rows []T, key func(T) string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if k := key(r); !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 func forBudget(sums []campaign.Summary, b string) []campaign.Summary {

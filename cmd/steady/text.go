@@ -29,8 +29,8 @@ func writeStepText(w io.Writer, rows []steady.Row, base string) error {
 		return nil
 	}
 	fmt.Fprintln(w, cliopts.Wrap(stepHeader(rows, base), textWidth, "  "))
-	budgets := distinct(rows, func(r steady.Row) string { return r.Budget })
-	for _, key := range distinct(rows, stepKey) {
+	budgets := cliopts.OrderedBy(rows, func(r steady.Row) string { return r.Budget })
+	for _, key := range cliopts.OrderedBy(rows, stepKey) {
 		var step []steady.Row
 		for _, r := range rows {
 			if stepKey(r) == key {
@@ -57,16 +57,16 @@ func writeStepText(w io.Writer, rows []steady.Row, base string) error {
 // budget when there is one, the baseline.
 func stepHeader(rows []steady.Row, base string) string {
 	var parts []string
-	if rs := distinct(rows, func(r steady.Row) string { return fmt.Sprint(r.Rounds) }); len(rs) == 1 {
+	if rs := cliopts.OrderedBy(rows, func(r steady.Row) string { return fmt.Sprint(r.Rounds) }); len(rs) == 1 {
 		parts = append(parts, rs[0]+" round(s) per arm and step, arms interleaved")
 	} else {
 		parts = append(parts, "rounds per arm differ (see each row)")
 	}
 	parts = append(parts, "medians over the rounds")
-	if cs := distinct(rows, func(r steady.Row) string { return string(r.Client) }); len(cs) == 1 && cs[0] != "" {
+	if cs := cliopts.OrderedBy(rows, func(r steady.Row) string { return string(r.Client) }); len(cs) == 1 && cs[0] != "" {
 		parts = append(parts, "client "+cs[0])
 	}
-	if bs := distinct(rows, func(r steady.Row) string { return r.Budget }); len(bs) == 1 {
+	if bs := cliopts.OrderedBy(rows, func(r steady.Row) string { return r.Budget }); len(bs) == 1 {
 		parts = append(parts, "budget "+bs[0])
 	}
 	if base != "" {
@@ -168,17 +168,4 @@ func mibCell(v *int64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f MiB", float64(*v)/(1<<20))
-}
-
-// distinct are the values of key over rows, in the order first met.
-func distinct(rows []steady.Row, key func(steady.Row) string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if k := key(r); !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
 }

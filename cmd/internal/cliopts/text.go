@@ -22,3 +22,17 @@ func Wrap(line string, width int, indent string) string {
 	}
 	return b.String()
 }
+
+// OrderedBy lists the distinct keys of rows in the order first seen: the
+// groups a terminal table is printed in (budgets, steps).
+func OrderedBy[T any](rows []T, key func(T) string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if k := key(r); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
