@@ -15,9 +15,12 @@ import (
 // real, in the order their jobs run (main's baseline, then the change's
 // campaign and gate), on the bundled sample server with few runs: what a
 // user copies measures and gates. Both sides build the same code, so the
-// gate must pass; the example's GATE_FLAGS widen the tolerance and allow a
-// busy host, since this test's host is shared (that the gate finds a real
-// regression is gate.txtar's and gate_base.txtar's to show). The
+// gate must pass; the example's GATE_FLAGS widen the tolerance to 3× and
+// allow a busy host, since this test's host is shared and its two
+// campaigns run apart, 8 runs each, compared unpaired: while the other
+// packages' tests ran, the same build came out 1.61× [1.36, 1.91] slower
+// the second time. That the gate finds a real regression is gate.txtar's
+// and gate_base.txtar's to show. The
 // examples' relative results directories are put under a temporary
 // directory; the commands run in the checkout, where ./examples/echo is.
 func TestCIExamples(t *testing.T) {
@@ -65,7 +68,7 @@ func TestCIExamples(t *testing.T) {
 			}
 			summary := filepath.Join(work, "summary.md")
 			env = append(env, "PKG=./examples/echo", "RUNS=8", "ARMS=default,static",
-				"GATE_FLAGS=--allow-busy --max-regression 0.5", "GITHUB_STEP_SUMMARY="+summary,
+				"GATE_FLAGS=--allow-busy --max-regression 2", "GITHUB_STEP_SUMMARY="+summary,
 				"COLDSTART_STATE_DIR="+filepath.Join(work, "state"))
 			paths := strings.NewReplacer("base-results", filepath.Join(work, "base-results"),
 				"new-results", filepath.Join(work, "new-results"), "coldstart-gate.md", filepath.Join(work, "coldstart-gate.md"))
