@@ -2,8 +2,12 @@ package knative
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
@@ -20,6 +24,10 @@ type ColdStart struct {
 	// NamePrefix+A, as Deploy names it (ServiceOptions.ServiceName).
 	Arms       []string
 	NamePrefix string
+	// Levers add, after each arm, its variant under each lever: the
+	// Service NamePrefix+ARM-LEVER that `coldstart deploy --lever` made,
+	// measured in the same rounds and compared against the arm.
+	Levers []Lever
 	// Runs is the number of counted cold starts per arm, after one
 	// uncounted warm-up round.
 	Runs int
@@ -56,6 +64,9 @@ func (c ColdStart) Notes(ctx context.Context) map[string]string {
 		notes["probe_via"] = "activator"
 		notes["probe_path"] = "prober -> activator Service " + c.Target + " -> revision pod (queue-proxy -> server); no ingress hop"
 	}
+	for _, l := range c.Levers {
+		notes["lever_"+l.Slug()] = l.Sets
+	}
 	if c.Traces != nil {
 		notes["trace_phases"] = "activator_received, activator_released, queue_proxy_received: from the Zipkin spans the cluster's config-tracing sends to " + c.Traces.sentTo + " (received at " + c.Traces.listen + "), the components' own clocks"
 	}
@@ -72,7 +83,20 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 		checker = prober.Health{}
 	}
 	var mos []MeasureOptions
-	for i, arm := range c.Arms {
+	variants := map[string]record.Variant{}
+	var measured []string
+	for _, arm := range c.Arms {
+		measured = append(measured, arm)
+		for _, l := range c.Levers {
+			v := l.Variant(arm)
+			if err := c.checkVariant(ctx, arm, l); err != nil {
+				return nil, err
+			}
+			variants[v] = record.Variant{Of: arm, Platform: []string{l.Sets}, Control: l.Control}
+			measured = append(measured, v)
+		}
+	}
+	for i, arm := range measured {
 		mo := MeasureOptions{
 			Namespace: c.Namespace, Service: c.NamePrefix + arm, Arm: arm, Budget: Budget,
 			Runs: c.Runs, Warmup: true, Target: c.Target, Activator: c.Activator, ProbeTimeout: c.ProbeTimeout,
@@ -89,13 +113,33 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 		return rec(s)
 	})
 	var sums []record.Summary
-	for _, arm := range c.Arms {
+	for _, arm := range measured {
 		if len(samples[arm]) == 0 {
 			continue
 		}
 		s := record.SummarizeAt(samples[arm], c.Confidence)
-		s.Arm, s.Budget, s.Probe = arm, Budget, checker.Name()
+		s.Arm, s.Budget, s.Probe, s.Variant = arm, Budget, checker.Name(), variants[arm]
 		sums = append(sums, s)
 	}
 	return sums, err
+}
+
+// checkVariant refuses to measure arm's variant under l unless its
+// Service is the one `coldstart deploy --lever` made for that arm and
+// lever: measuring another Service under the lever's name would put a
+// wrong label on a figure.
+func (c ColdStart) checkVariant(ctx context.Context, arm string, l Lever) error {
+	name := c.NamePrefix + l.Variant(arm)
+	svc, err := c.Clients.Serving.Services(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("lever %s of arm %s: no service %s/%s: deploy it with coldstart deploy --arms %s --lever %s", l.Name, arm, c.Namespace, name, arm, l.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("lever %s of arm %s: get service %s/%s: %w", l.Name, arm, c.Namespace, name, err)
+	}
+	if svc.Labels[LabelArm] != arm || svc.Labels[LabelLever] != l.Slug() {
+		return fmt.Errorf("lever %s of arm %s: service %s/%s is labelled arm %q, lever %q, not %q, %q: redeploy it with coldstart deploy --arms %s --lever %s",
+			l.Name, arm, c.Namespace, name, svc.Labels[LabelArm], svc.Labels[LabelLever], arm, l.Slug(), arm, l.Name)
+	}
+	return nil
 }

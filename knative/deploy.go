@@ -40,7 +40,10 @@ type DeployOptions struct {
 
 // Deployed is one arm's Service after Deploy.
 type Deployed struct {
-	Arm       string `json:"arm"`
+	Arm string `json:"arm"`
+	// Lever is the lever the Service is the arm's variant under ("" =
+	// the arm's own Service).
+	Lever     string `json:"lever,omitempty"`
 	Service   string `json:"service"`
 	Namespace string `json:"namespace"`
 	Created   bool   `json:"created"` // false: an existing Service was updated
@@ -75,6 +78,15 @@ func Deploy(ctx context.Context, c Clients, arms []Arm, o DeployOptions) (out []
 	if err != nil {
 		return nil, err
 	}
+	var levers []Lever
+	for _, a := range arms {
+		if a.Lever != nil {
+			levers = append(levers, *a.Lever)
+		}
+	}
+	if err := checkLevers(ctx, c, levers); err != nil {
+		return nil, err
+	}
 
 	var created []string
 	defer func() {
@@ -106,7 +118,7 @@ func Deploy(ctx context.Context, c Clients, arms []Arm, o DeployOptions) (out []
 		} else {
 			logf(o.Log, "updated service %s/%s", ns, want.Name)
 		}
-		out = append(out, Deployed{Arm: want.Labels[LabelArm], Service: want.Name, Namespace: ns, Created: isNew})
+		out = append(out, Deployed{Arm: want.Labels[LabelArm], Lever: want.Labels[LabelLever], Service: want.Name, Namespace: ns, Created: isNew})
 	}
 	if o.Timeout <= 0 {
 		return out, nil

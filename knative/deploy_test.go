@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,11 +29,11 @@ import (
 	servingclient "knative.dev/serving/pkg/client/clientset/versioned/typed/serving/v1"
 )
 
-// kubeScheme has the kinds the fake Kubernetes client serves: core/v1 and
-// apps/v1.
+// kubeScheme has the kinds the fake Kubernetes client serves: core/v1,
+// apps/v1 and node/v1.
 var kubeScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, nodev1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

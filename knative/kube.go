@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ var (
 	podsResource        = corev1.SchemeGroupVersion.WithResource("pods")
 	deploymentsResource = appsv1.SchemeGroupVersion.WithResource("deployments")
 	crdsResource        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	runtimeClasses      = nodev1.SchemeGroupVersion.WithResource("runtimeclasses")
 )
 
 // fromUnstructured converts an object the dynamic client read into T, the

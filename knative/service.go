@@ -10,6 +10,7 @@ package knative
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,32 @@ type Arm struct {
 	Image string // REPO@sha256:HEX (a tag may precede the digest)
 	// Budget sets the container's CPU and memory requests and limits.
 	Budget budget.Budget
+	// Lever, when set, makes this the arm's variant under it: the
+	// Service Lever.Variant(Name), the arm's own with the lever's change.
+	Lever *Lever
+}
+
+// Variant is the name the arm is deployed and measured by: Name, or
+// NAME-LEVER for a lever's variant.
+func (a Arm) Variant() string {
+	if a.Lever == nil {
+		return a.Name
+	}
+	return a.Lever.Variant(a.Name)
+}
+
+// WithLevers is arms followed, per arm, by its variant under each lever,
+// in the order given.
+func WithLevers(arms []Arm, levers []Lever) []Arm {
+	out := slices.Clone(arms)
+	for _, a := range arms {
+		for _, l := range levers {
+			v := a
+			v.Lever = &l
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // EnvVar is one environment variable of the server container: Value as
@@ -172,9 +199,9 @@ func NewService(arm Arm, o ServiceOptions) (*servingv1.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 	}
-	svcName := o.ServiceName(arm.Name)
+	svcName := o.ServiceName(arm.Variant())
 	if err := CheckServiceName(svcName); err != nil {
-		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+		return nil, fmt.Errorf("arm %s: %w", arm.Variant(), err)
 	}
 	if o.Port <= 0 || o.Port > 65535 {
 		return nil, fmt.Errorf("arm %s: port %d out of range 1-65535", arm.Name, o.Port)
@@ -274,6 +301,9 @@ func NewService(arm Arm, o ServiceOptions) (*servingv1.Service, error) {
 			},
 		}},
 	}
+	if arm.Lever != nil {
+		arm.Lever.apply(svc)
+	}
 	return svc, nil
 }
 
@@ -299,10 +329,10 @@ func Services(arms []Arm, o ServiceOptions) ([]*servingv1.Service, error) {
 	out := make([]*servingv1.Service, 0, len(arms))
 	seen := map[string]bool{}
 	for _, a := range arms {
-		if seen[a.Name] {
-			return nil, fmt.Errorf("arm %s: given twice", a.Name)
+		if seen[a.Variant()] {
+			return nil, fmt.Errorf("arm %s: given twice", a.Variant())
 		}
-		seen[a.Name] = true
+		seen[a.Variant()] = true
 		s, err := NewService(a, o)
 		if err != nil {
 			return nil, err

@@ -21,13 +21,17 @@ type Variant struct {
 	// which must come out "no difference" against its arm. One that does
 	// not says the campaign's verdicts against that arm are doubtful.
 	Control bool `json:"variant_control,omitempty" render:"-"`
+	// Platform is what a platform lever changes in the arm's Knative
+	// Service (coldstart deploy --lever), one field each, e.g.
+	// "automountServiceAccountToken: false": the same image, deployed so.
+	Platform []string `json:"variant_platform,omitempty" render:"-"`
 }
 
 // IsVariant reports whether v makes an arm a variant.
 func (v Variant) IsVariant() bool { return v.Of != "" }
 
 // Settings are v's settings as --variant takes them: env.K=V and
-// arg.ARG, the environment first.
+// arg.ARG, the environment first; then a platform lever's fields.
 func (v Variant) Settings() []string {
 	var out []string
 	for _, e := range v.Env {
@@ -36,7 +40,7 @@ func (v Variant) Settings() []string {
 	for _, a := range v.Args {
 		out = append(out, "arg."+a)
 	}
-	return out
+	return append(out, v.Platform...)
 }
 
 // Text is v as a person reads it: "of static: env.GOGC=50,
