@@ -54,6 +54,9 @@ type deployOptions struct {
 	// environment, as given; validate puts them in Service.Env.
 	Env        []string
 	EnvSecrets []string
+	// Levers are --lever, as given: each arm is also deployed as its
+	// variant under each (knative.Lever).
+	Levers []string
 
 	arms []knative.Arm // from validate
 }
@@ -120,6 +123,7 @@ Progress goes to stderr (-q: none); -v also prints each API request.`,
 	f.StringArrayVar(&o.Env, "env", nil, "K=V: an environment variable of the server container (repeat); the value is in the manifest, so keep secrets to --env-secret")
 	f.StringArrayVar(&o.EnvSecrets, "env-secret", nil, "K=SECRET:KEY: the server's variable K from key KEY of the Kubernetes Secret SECRET in the Services' namespace, which you create (repeat); the value never passes through coldstart nor is in the manifest")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "KEY=VALUE on the revision template, overriding the above (repeat)")
+	f.StringArrayVar(&o.Levers, "lever", nil, "also deploy each arm as its variant under this platform lever, the Service coldstart-ARM-LEVER, for run --on knative --lever to compare (repeat): "+strings.Join(knative.LeverNames(), ", ")+"; see docs/knative.md")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "delete")
 	cmd.MarkFlagsMutuallyExclusive("budget", "cpu")
 	cmd.MarkFlagsMutuallyExclusive("budget", "memory")
@@ -218,6 +222,11 @@ func (o *deployOptions) validate() error {
 		// builds it locally.
 		o.arms = append(o.arms, knative.Arm{Name: a, Image: ref, Budget: b})
 	}
+	levers, err := knative.ParseLevers(o.Levers)
+	if err != nil {
+		return fmt.Errorf("--lever: %w", err)
+	}
+	o.arms = knative.WithLevers(o.arms, levers)
 	return nil
 }
 
@@ -378,7 +387,7 @@ func (o *deployOptions) dryRun(ctx context.Context, w io.Writer, so knative.Serv
 		note := fmt.Sprintf("arm %s: not pushed: %s is the local build (OCI layout %s); no cluster can pull it. "+
 			"Push it with `coldstart build --arms image --push REGISTRY/REPO` and pass --image %s=REPO@sha256:HEX.",
 			a.Name, art.Digest, art.Image, a.Name)
-		notes[so.ServiceName(a.Name)] = note
+		notes[so.ServiceName(a.Variant())] = note
 		fmt.Fprintf(o.stderr, "deploy: %s\n", note)
 	}
 	svcs, err := knative.Services(arms, so)
@@ -471,9 +480,13 @@ func (a apiTraceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func writeDeployed(w io.Writer, ds []knative.Deployed) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\tservice\tcreated\tready\trevision\turl")
+	fmt.Fprintln(tw, "arm\tlever\tservice\tcreated\tready\trevision\turl")
 	for _, d := range ds {
-		fmt.Fprintf(tw, "%s\t%s/%s\t%v\t%v\t%s\t%s\n", d.Arm, d.Namespace, d.Service, d.Created, d.Ready, d.Revision, d.URL)
+		lever := d.Lever
+		if lever == "" {
+			lever = "–"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%v\t%v\t%s\t%s\n", d.Arm, lever, d.Namespace, d.Service, d.Created, d.Ready, d.Revision, d.URL)
 	}
 	return tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -44,6 +46,8 @@ type runOptions struct {
 	cliopts.Cluster
 	Target string
 	Traces string
+	// Levers are --lever, as given (--on knative).
+	Levers []string
 	// Burst (--burst) is the list of burst sizes; BurstGiven says the
 	// flag was given (burst.go).
 	Burst      string
@@ -94,6 +98,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 		"--on knative: what --target is: ingress (probes carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; probes carry the revision's host REV.NS.svc.cluster.local, no ingress hop)")
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
 	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
+	f.StringArrayVar(&o.Levers, "lever", nil, "--on knative: also measure each arm's variant under this platform lever, the Service coldstart deploy --lever made, in the same rounds, compared against the arm (repeat): "+strings.Join(knative.LeverNames(), ", "))
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	f.BoolVar(&o.Wide, "wide", false, "print every summary column in the table (phases, cgroup, prober and launcher figures), as -o csv has them")
 	f.BoolVar(&o.Phases, "phases", false, "also print each phase's median (process_started, accepting, first_rpc, ...); -v does too")
@@ -146,6 +151,12 @@ func (o *runOptions) validate() error {
 	}
 	if !o.Knative() && o.Traces != "" {
 		return fmt.Errorf("--traces: only with --on knative")
+	}
+	if !o.Knative() && len(o.Levers) > 0 {
+		return fmt.Errorf("--lever: only with --on knative (locally, a setting is a --variant)")
+	}
+	if _, err := knative.ParseLevers(o.Levers); err != nil {
+		return fmt.Errorf("--lever: %w", err)
 	}
 	if o.Traces != "" {
 		if _, _, err := net.SplitHostPort(o.Traces); err != nil {

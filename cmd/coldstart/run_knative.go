@@ -35,7 +35,12 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if prober.TLSOf(checker) != nil {
 		return fmt.Errorf("--probe %s over TLS: not supported with --on knative yet, only for local servers", checker.Name())
 	}
+	levers, err := knative.ParseLevers(o.Levers)
+	if err != nil {
+		return fmt.Errorf("--lever: %w", err)
+	}
 	cs := knative.ColdStart{
+		Levers:  levers,
 		Clients: c, Namespace: ns, Arms: o.Arms.Names, NamePrefix: o.NamePrefix,
 		Runs: o.Runs, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,
 		Checker: checker, Confidence: o.Confidence, Progress: o.Progress(),
