@@ -161,6 +161,7 @@ func (r *Report) details() []detail {
 		}},
 		{"knative.md", "Local and on Knative", func(m *mdw, plots func(*Campaign, string)) {
 			r.knativeSection(m)
+			r.platformLevers(m)
 			for _, c := range r.Campaigns {
 				if c.Knative() {
 					plots(c, "waterfall")

@@ -88,7 +88,7 @@ func (r *Report) levers() []*lever {
 		if !ok || v.Control {
 			continue
 		}
-		settings := strings.Join(append(slices.Clone(v.Env), v.Args...), " ")
+		settings := strings.Join(slices.Concat(v.Env, v.Args, v.Platform), " ")
 		if settings == "" {
 			settings = "(nothing set)"
 		}
