@@ -394,8 +394,8 @@ func (c Burst) collect(ctx context.Context, res *record.Burst, a Arm, b budget.B
 		}
 		return firstErr
 	}
-	q := record.Quantiles(times, 0.99, 1)
-	res.P50Ms, res.P99Ms, res.MaxMs = median(times), q[0], q[1]
+	q := record.Quantiles(times, 0.95, 0.99, 1)
+	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = median(times), q[0], q[1], q[2]
 	res.AllReadyMs = slices.Max(last)
 	return nil
 }
