@@ -311,6 +311,12 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 	if err := obs.startTracking(t0, o.Container); err != nil {
 		return prober.Sample{}, err
 	}
+	return probeFrom(ctx, obs, o, target, authority, t0)
+}
+
+// probeFrom probes until the first healthy reply, timed from t0, at which
+// obs started tracking, and reads the phases; it stops the tracking.
+func probeFrom(ctx context.Context, obs *observer, o MeasureOptions, target, authority string, t0 time.Time) (prober.Sample, error) {
 	defer obs.stopTracking()
 	var s prober.Sample
 	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)

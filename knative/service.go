@@ -58,15 +58,41 @@ type Arm struct {
 	// Lever, when set, makes this the arm's variant under it: the
 	// Service Lever.Variant(Name), the arm's own with the lever's change.
 	Lever *Lever
+	// Copy, from 1, makes this one of the arm's copies for scaling many
+	// Services from zero at once: the Service CopyName(Name, Copy), the
+	// arm's own under another name (0 = the arm's own).
+	Copy int
 }
 
 // Variant is the name the arm is deployed and measured by: Name, or
-// NAME-LEVER for a lever's variant.
+// NAME-LEVER for a lever's variant, NAME-copyK for a copy.
 func (a Arm) Variant() string {
-	if a.Lever == nil {
-		return a.Name
+	switch {
+	case a.Lever != nil:
+		return a.Lever.Variant(a.Name)
+	case a.Copy > 0:
+		return CopyName(a.Name, a.Copy)
 	}
-	return a.Lever.Variant(a.Name)
+	return a.Name
+}
+
+// LabelCopy numbers a copy's Service (absent elsewhere).
+const LabelCopy = "coldstart-go.github.io/copy"
+
+// CopyName is the name of arm's copy k: ARM-copyK.
+func CopyName(arm string, k int) string { return fmt.Sprintf("%s-copy%d", arm, k) }
+
+// WithCopies is arms followed, per arm, by its copies 1 to n.
+func WithCopies(arms []Arm, n int) []Arm {
+	out := slices.Clone(arms)
+	for _, a := range arms {
+		for k := 1; k <= n; k++ {
+			c := a
+			c.Copy = k
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // WithLevers is arms followed, per arm, by its variant under each lever,
@@ -303,6 +329,10 @@ func NewService(arm Arm, o ServiceOptions) (*servingv1.Service, error) {
 	}
 	if arm.Lever != nil {
 		arm.Lever.apply(svc)
+	}
+	if arm.Copy > 0 {
+		svc.Labels[LabelCopy] = strconv.Itoa(arm.Copy)
+		svc.Spec.Template.Labels[LabelCopy] = strconv.Itoa(arm.Copy)
 	}
 	return svc, nil
 }

@@ -1,0 +1,278 @@
+package knative
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/progress"
+	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
+)
+
+// Parallel scales N Services of one arm from zero at once, as Knative's
+// own scale-from-zero benchmark does (N ∈ {1, 5, 25, 100} there), for
+// each N of Sizes: every Service proven at zero first (AtZero on synced
+// informers, recorded per Service at t0), then one t0 for all, each
+// probed from a goroutine of its own on a fresh channel per attempt, each
+// with its own phases. Each N has copies of its own (ParallelCopies), so
+// that while one N is measured the others' scale down: the rounds
+// interleave the sizes and the arms as ColdStart interleaves arms.
+type Parallel struct {
+	// ColdStart gives the cluster, the arms, where probes go and how;
+	// its Levers are not used.
+	ColdStart
+	// Sizes are the Ns, each at least 1, none twice.
+	Sizes []int
+}
+
+// ParallelCopies are the copies (from 1) each size of sizes uses, in
+// order and disjoint: 1,5,25 uses copy 1, then 2-6, then 7-31. The sum
+// of sizes is how many copies of each arm `coldstart deploy --parallel`
+// makes.
+func ParallelCopies(sizes []int) [][]int {
+	var out [][]int
+	next := 1
+	for _, n := range sizes {
+		var ks []int
+		for range n {
+			ks = append(ks, next)
+			next++
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// CheckParallelSizes refuses an empty list, an N below 1 and one given
+// twice.
+func CheckParallelSizes(sizes []int) error {
+	if len(sizes) == 0 {
+		return errors.New("no sizes given, want a list such as 1,5,25")
+	}
+	for i, n := range sizes {
+		if n < 1 {
+			return fmt.Errorf("%d: want N ≥ 1 Services at once", n)
+		}
+		if slices.Contains(sizes[:i], n) {
+			return fmt.Errorf("%d given twice", n)
+		}
+	}
+	return nil
+}
+
+// Run measures one warm-up round (uncounted: each copy's first start)
+// and Runs counted ones, passing each instance (record.BurstInstanceKind)
+// and each burst (record.BurstKind) to onRecord as it is taken, and
+// returns the bursts. A Service that gives no healthy reply within the
+// probe timeout ends the campaign after its burst is recorded, with the
+// reason its pod is not running where the cluster gives one (a pod the
+// scheduler cannot place says why).
+func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) error) ([]record.Burst, error) {
+	if err := CheckParallelSizes(p.Sizes); err != nil {
+		return nil, err
+	}
+	if p.Runs < 1 {
+		return nil, fmt.Errorf("runs: %d, want at least 1", p.Runs)
+	}
+	checker := p.Checker
+	if checker == nil {
+		checker = prober.Health{}
+	}
+	copies := ParallelCopies(p.Sizes)
+	// runs[arm][i][j] is size i's j-th Service of arm.
+	runs := map[string][][]*armRun{}
+	defer func() {
+		for _, sets := range runs {
+			for _, set := range sets {
+				for _, a := range set {
+					a.obs.close()
+				}
+			}
+		}
+	}()
+	for _, arm := range p.Arms {
+		for i, ks := range copies {
+			runs[arm] = append(runs[arm], nil)
+			for _, k := range ks {
+				mo := MeasureOptions{
+					Namespace: p.Namespace, Service: p.NamePrefix + CopyName(arm, k), Arm: arm, Budget: Budget,
+					Target: p.Target, Activator: p.Activator, ProbeTimeout: p.ProbeTimeout,
+					Probe: CheckerProbe(checker), Traces: p.Traces,
+				}
+				a, err := prepare(ctx, p.Clients, mo)
+				if err != nil {
+					return nil, fmt.Errorf("%w (coldstart deploy --arms %s --parallel %s makes the copies)", err, arm, sizesText(p.Sizes))
+				}
+				runs[arm][i] = append(runs[arm][i], a)
+			}
+		}
+	}
+	prog := progress.For(p.Progress)
+	prog.Start((1+p.Runs)*len(p.Sizes)*len(p.Arms), "bursts")
+	defer prog.Done()
+	var out []record.Burst
+	for run := 0; run <= p.Runs; run++ {
+		snap, nerr := noise.Host.Take()
+		for i, n := range p.Sizes {
+			for ai := range p.Arms {
+				arm := p.Arms[(ai+run+i)%len(p.Arms)]
+				res, err := p.burstOnce(ctx, arm, n, run, runs[arm][i], onRecord)
+				out = append(out, res)
+				if rerr := onRecord(record.BurstKind, res); rerr != nil && err == nil {
+					err = fmt.Errorf("record burst: %w", rerr)
+				}
+				prog.Step(fmt.Sprintf("run %d/%d  N=%-3d %-8s p50 %.0f ms, all %.0f ms", run, p.Runs, n, arm, res.P50Ms, res.AllReadyMs))
+				if err != nil {
+					return out, err
+				}
+			}
+		}
+		if p.Noise != nil && nerr == nil {
+			if w, err := noise.Host.Since(snap); err == nil {
+				if err := p.Noise(fmt.Sprintf("round %d", run), w); err != nil {
+					return out, fmt.Errorf("record noise: %w", err)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// burstOnce waits until every Service of set is at zero, takes one t0,
+// and probes them all at once.
+func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set []*armRun, onRecord func(string, any) error) (record.Burst, error) {
+	res := record.Burst{Arm: arm, Budget: Budget, N: n, Run: run, Warmup: run == 0}
+	for _, a := range set {
+		zctx, cancel := context.WithTimeout(ctx, a.o.ZeroTimeout)
+		err := a.obs.waitZero(zctx, func(why string) {
+			logf(p.Progress, "%s run %d: waiting for zero: %s", a.o.Service, run, why)
+		})
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("service %s/%s run %d: %w", p.Namespace, a.o.Service, run, err)
+		}
+	}
+	t0 := time.Now()
+	insts := make([]record.BurstInstance, len(set))
+	for i, a := range set {
+		ok, why, err := a.obs.state()
+		if err == nil && !ok {
+			err = fmt.Errorf("not at zero at t0: %s", why)
+		}
+		if err == nil {
+			err = a.obs.startTracking(t0, a.o.Container)
+		}
+		if err != nil {
+			return res, fmt.Errorf("service %s/%s run %d: %w", p.Namespace, a.o.Service, run, err)
+		}
+		insts[i].ZeroAtT0 = zeroProof(a.obs)
+	}
+	samples := make([]prober.Sample, len(set))
+	errs := make([]error, len(set))
+	var wg sync.WaitGroup
+	for i, a := range set {
+		wg.Go(func() {
+			samples[i], errs[i] = probeFrom(ctx, a.obs, a.o, a.target, a.authority, t0)
+			if errs[i] == nil && samples[i].Error != "" {
+				errs[i] = errors.New(samples[i].Error)
+				if why := a.obs.notRunning(); why != "" {
+					errs[i] = fmt.Errorf("%w; %s", errs[i], why)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var times []float64
+	var firstErr error
+	for i, a := range set {
+		in := &insts[i]
+		s := samples[i]
+		in.Arm, in.Budget, in.N, in.Run, in.Warmup, in.Instance = arm, Budget, n, run, run == 0, i+1
+		in.Service, in.Attempts, in.Phases = a.o.Service, s.Attempts, s.Phases
+		if errs[i] != nil {
+			in.Error = errs[i].Error()
+			res.Failed++
+			if firstErr == nil {
+				firstErr = fmt.Errorf("service %s/%s run %d (N=%d): %w", p.Namespace, a.o.Service, run, n, errs[i])
+			}
+		} else {
+			in.FirstRPCMs, in.ReadyMs = s.FirstRPCMs, s.FirstRPCMs
+			times = append(times, s.FirstRPCMs)
+		}
+		if err := onRecord(record.BurstInstanceKind, *in); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("record burst instance: %w", err)
+		}
+	}
+	if firstErr != nil {
+		res.Error = firstErr.Error()
+		return res, firstErr
+	}
+	q := record.Quantiles(times, 0.95, 0.99, 1)
+	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = stats.MedianCI(times, p.Confidence).Value, q[0], q[1], q[2]
+	res.AllReadyMs = res.MaxMs // one t0 for all: the last first reply
+	return res, nil
+}
+
+// zeroProof says what the synced informers held for the Service: its
+// revisions' Deployments with their replicas, and how many pods (none
+// running, pending or terminating, or AtZero would have refused).
+func zeroProof(o *observer) string {
+	deps, err := o.deps.List(labels.Everything())
+	if err != nil {
+		return ""
+	}
+	pods, _ := o.pods.List(labels.Everything())
+	var parts []string
+	for _, d := range deps {
+		spec := int32(1)
+		if d.Spec.Replicas != nil {
+			spec = *d.Spec.Replicas
+		}
+		parts = append(parts, fmt.Sprintf("deployment %s spec %d, replicas %d, ready %d", d.Name, spec, d.Status.Replicas, d.Status.ReadyReplicas))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ") + fmt.Sprintf("; %d pods, none pending, running or terminating", len(pods))
+}
+
+// notRunning says why the Service's pods are not serving, where the
+// cluster says: a pod the scheduler could not place, or a container
+// waiting (ImagePullBackOff, CrashLoopBackOff), with the cluster's own
+// message. "" when no pod says.
+func (o *observer) notRunning() string {
+	pods, err := o.pods.List(labels.Everything())
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				out = append(out, fmt.Sprintf("pod %s not scheduled: %s: %s", p.Name, c.Reason, c.Message))
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+				out = append(out, fmt.Sprintf("pod %s container %s waiting: %s: %s", p.Name, cs.Name, w.Reason, w.Message))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func sizesText(sizes []int) string {
+	var s []string
+	for _, n := range sizes {
+		s = append(s, fmt.Sprint(n))
+	}
+	return strings.Join(s, ",")
+}
