@@ -12,6 +12,7 @@ import (
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/knative"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -94,7 +95,10 @@ func writeBurstText(w io.Writer, sums []record.BurstSummary, conf float64, runs 
 	budgets := cliopts.OrderedBy(sums, func(s record.BurstSummary) string { return s.Budget })
 	head := fmt.Sprintf("%d rounds after 1 warm-up start per arm; N instances at once in one shared budget, "+
 		"each spawn → first ready RPC on its own fresh channel; ms, medians over rounds; all = until all N serve", runs)
-	if len(budgets) == 1 {
+	if len(budgets) == 1 && budgets[0] == knative.Budget {
+		head = fmt.Sprintf("%d rounds after 1 warm-up round; N Services of an arm from zero at once on Knative, each proven at zero, "+
+			"each t0 → first ready RPC on its own fresh channel; ms, medians over rounds; all = until all N serve", runs)
+	} else if len(budgets) == 1 {
 		head += "; budget " + budgets[0]
 	}
 	if base := sums[0].VsBaseline.Baseline; base != "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/budget"
 	"github.com/coldstart-go/coldstart/builds"
+	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/knative"
@@ -57,6 +58,9 @@ type deployOptions struct {
 	// Levers are --lever, as given: each arm is also deployed as its
 	// variant under each (knative.Lever).
 	Levers []string
+	// Parallel is --parallel: each arm also gets the copies run --on
+	// knative --parallel with the same list scales at once.
+	Parallel string
 
 	arms []knative.Arm // from validate
 }
@@ -123,6 +127,7 @@ Progress goes to stderr (-q: none); -v also prints each API request.`,
 	f.StringArrayVar(&o.Env, "env", nil, "K=V: an environment variable of the server container (repeat); the value is in the manifest, so keep secrets to --env-secret")
 	f.StringArrayVar(&o.EnvSecrets, "env-secret", nil, "K=SECRET:KEY: the server's variable K from key KEY of the Kubernetes Secret SECRET in the Services' namespace, which you create (repeat); the value never passes through coldstart nor is in the manifest")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "KEY=VALUE on the revision template, overriding the above (repeat)")
+	f.StringVar(&o.Parallel, "parallel", "", "also deploy the copies of each arm that run --on knative --parallel with this list (e.g. 1,5,25) scales from zero at once: a disjoint set per N, the Services coldstart-ARM-copyK for K from 1 to the list's sum (with 1 added when missing)")
 	f.StringArrayVar(&o.Levers, "lever", nil, "also deploy each arm as its variant under this platform lever, the Service coldstart-ARM-LEVER, for run --on knative --lever to compare (repeat): "+strings.Join(knative.LeverNames(), ", ")+"; see docs/knative.md")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "delete")
 	cmd.MarkFlagsMutuallyExclusive("budget", "cpu")
@@ -227,6 +232,20 @@ func (o *deployOptions) validate() error {
 		return fmt.Errorf("--lever: %w", err)
 	}
 	o.arms = knative.WithLevers(o.arms, levers)
+	if o.Parallel != "" && len(levers) > 0 {
+		return fmt.Errorf("--parallel: not with --lever; deploy a lever's variant and the copies in two calls")
+	}
+	if o.Parallel != "" {
+		sizes, err := campaign.BurstSizes(o.Parallel)
+		if err != nil {
+			return fmt.Errorf("--parallel: %w", err)
+		}
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		o.arms = knative.WithCopies(o.arms, total)
+	}
 	return nil
 }
 

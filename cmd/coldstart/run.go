@@ -48,6 +48,9 @@ type runOptions struct {
 	Traces string
 	// Levers are --lever, as given (--on knative).
 	Levers []string
+	// Parallel is --parallel, the Ns of Services scaled from zero at
+	// once (--on knative).
+	Parallel string
 	// Burst (--burst) is the list of burst sizes; BurstGiven says the
 	// flag was given (burst.go).
 	Burst      string
@@ -99,6 +102,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
 	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
 	f.StringArrayVar(&o.Levers, "lever", nil, "--on knative: also measure each arm's variant under this platform lever, the Service coldstart deploy --lever made, in the same rounds, compared against the arm (repeat): "+strings.Join(knative.LeverNames(), ", "))
+	f.StringVar(&o.Parallel, "parallel", "", "--on knative: for each N in this list (e.g. 1,5,25), scale N Services of each arm from zero at once, each proven at zero, probed together from one t0 (the copies coldstart deploy --parallel with the same list made); N=1 is always measured")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	f.BoolVar(&o.Wide, "wide", false, "print every summary column in the table (phases, cgroup, prober and launcher figures), as -o csv has them")
 	f.BoolVar(&o.Phases, "phases", false, "also print each phase's median (process_started, accepting, first_rpc, ...); -v does too")
@@ -157,6 +161,17 @@ func (o *runOptions) validate() error {
 	}
 	if _, err := knative.ParseLevers(o.Levers); err != nil {
 		return fmt.Errorf("--lever: %w", err)
+	}
+	if o.Parallel != "" {
+		if _, err := campaign.BurstSizes(o.Parallel); err != nil {
+			return fmt.Errorf("--parallel: %w", err)
+		}
+		switch {
+		case !o.Knative():
+			return fmt.Errorf("--parallel: only with --on knative (locally, --burst starts N instances at once)")
+		case len(o.Levers) > 0:
+			return fmt.Errorf("--parallel: not with --lever; measure a lever one start at a time")
+		}
 	}
 	if o.Traces != "" {
 		if _, _, err := net.SplitHostPort(o.Traces); err != nil {

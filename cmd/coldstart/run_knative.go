@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -50,6 +51,9 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 			return fmt.Errorf("--traces: %w", err)
 		}
 		defer cs.Traces.Close()
+	}
+	if o.Parallel != "" {
+		return runKnativeParallel(ctx, o, cs, w)
 	}
 	rf, err := o.CreateResults("coldstart-knative", cs.Notes(ctx))
 	if err != nil {
@@ -129,4 +133,49 @@ func writePodMemory(w io.Writer, mems []knative.PodMemory) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Arm, mib(user), mib(qp), sb, mib(m.PodWorkingSetBytes))
 	}
 	return tw.Flush()
+}
+
+// runKnativeParallel scales N Services of each arm from zero at once for
+// each N of --parallel (knative.Parallel), with the same burst rows and
+// table as a local --burst.
+func runKnativeParallel(ctx context.Context, o *runOptions, cs knative.ColdStart, w io.Writer) error {
+	sizes, _ := campaign.BurstSizes(o.Parallel)
+	notes := cs.Notes(ctx)
+	notes["parallel"] = "N Services of one arm scaled from zero at once per N, each proven at zero at t0 (zero_at_t0), one t0 for all; " +
+		"copies per N: " + parallelCopiesText(sizes)
+	rf, err := o.CreateResults("coldstart-knative", notes)
+	if err != nil {
+		return err
+	}
+	p := knative.Parallel{ColdStart: cs, Sizes: sizes}
+	p.Noise = func(scope string, w noise.Window) error {
+		return rf.Add("noise", campaign.Noise{Scope: scope, Window: w})
+	}
+	bursts, err := p.Run(ctx, func(kind string, v any) error { return rf.Add(kind, v) })
+	if err != nil {
+		err = fmt.Errorf("on knative, --parallel: %w", err)
+	}
+	sums := record.SummarizeBursts(bursts, nil, o.Baseline, o.Confidence, stats.DefaultMinEffect)
+	if aerr := cliopts.AddAll(rf, record.BurstSummaryKind, sums); aerr != nil && err == nil {
+		err = aerr
+	}
+	show := cliopts.Rows(o.Output, sums)
+	if o.Output == render.Table && !o.Wide {
+		show = func(w io.Writer) error { return writeBurstText(w, sums, o.Confidence, o.Runs) }
+	}
+	return rf.End(w, show, err, campaign.Built{})
+}
+
+// parallelCopiesText names the copies each N uses: "N=1: copy1; N=5:
+// copy2-copy6".
+func parallelCopiesText(sizes []int) string {
+	var parts []string
+	for i, ks := range knative.ParallelCopies(sizes) {
+		r := fmt.Sprintf("copy%d", ks[0])
+		if len(ks) > 1 {
+			r += fmt.Sprintf("-copy%d", ks[len(ks)-1])
+		}
+		parts = append(parts, fmt.Sprintf("N=%d: %s", sizes[i], r))
+	}
+	return strings.Join(parts, "; ")
 }
