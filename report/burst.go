@@ -89,6 +89,7 @@ func (r *Report) burstSection(m *mdw, plots func(*Campaign, string)) {
 				m.p("**Recommendation:** %s\n\n", line)
 			}
 		}
+		r.knativeParallelSLA(m, c)
 		plots(c, "burst")
 		m.p("%s\n\n", provenanceLine(c))
 	}

@@ -116,6 +116,8 @@ type Campaign struct {
 	// their summaries (report/burst.go).
 	Bursts         []Burst
 	BurstSummaries []BurstSummary
+	// BurstInstances are the bursts' instances, each with its phases.
+	BurstInstances []record.BurstInstance
 	// TLS is how the probes spoke TLS (none: plaintext).
 	TLS []record.TLSClient
 }
@@ -330,8 +332,7 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 		case kind == record.PodMemoryKind:
 			err = add(line, &c.PodMemory)
 		case kind == record.BurstInstanceKind:
-			// One instance of a burst: its burst record carries what the
-			// report shows.
+			err = add(line, &c.BurstInstances)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue

@@ -1,0 +1,73 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coldstart-go/coldstart/record"
+)
+
+// TestKnativeParallelSLA: per arm and N, the rounds that met Knative's
+// benchmark limits for that N, none where it defines none, and the pods'
+// own start against Kubernetes' 5 s SLO.
+func TestKnativeParallelSLA(t *testing.T) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	add := func(kind string, v any) {
+		m := map[string]any{}
+		raw, _ := json.Marshal(v)
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["kind"] = kind
+		if err := enc.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("provenance", map[string]any{"schema": "coldstart/v1", "tool": "coldstart", "notes": map[string]string{"cluster_nodes": "1"}})
+	for run := 1; run <= 3; run++ {
+		for _, n := range []int{1, 5, 7, 25} {
+			// N=1 answers in 40 ms (within 50 ms) in rounds 1 and 2 only;
+			// N=5 takes 800 ms; the pods start in 300 ms, except one of
+			// N=7's, in 6 s.
+			first := 800.0
+			if n == 1 && run < 3 {
+				first = 40
+			}
+			if n == 25 {
+				first = 1500 // within N=25's 2 s and 5 s
+			}
+			for i := 1; i <= n; i++ {
+				started := 300.0
+				if n == 7 && i == 7 {
+					started = 6000
+				}
+				add(record.BurstInstanceKind, record.BurstInstance{Arm: "static", Budget: "knative", N: n, Run: run, Instance: i,
+					FirstRPCMs: first, Phases: []record.Phase{{Name: "pod_created", Ms: 10}, {Name: "container_started", Ms: 10 + started}, {Name: "first_rpc", Ms: first}}})
+			}
+			add(record.BurstKind, record.Burst{Arm: "static", Budget: "knative", N: n, Run: run, P50Ms: first, P95Ms: first, P99Ms: first, MaxMs: first, AllReadyMs: first})
+		}
+	}
+	path := filepath.Join(t.TempDir(), "20261202-130000_coldstart-knative.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := load(t, path)
+	var out bytes.Buffer
+	r.knativeParallelSLA(&mdw{w: &out}, r.Campaigns[0])
+	got := out.String()
+	for _, want := range []string{
+		"| static | 1 | 3 | 40.0 | 40.0 | p95 ≤ 50 ms, max ≤ 50 ms: missed (2 of 3 rounds) | 300 (within 5 s) |",
+		"| static | 5 | 3 | 800 | 800 | p95 ≤ 50 ms, max ≤ 50 ms: missed (0 of 3 rounds) | 300 (within 5 s) |",
+		"| static | 7 | 3 | 800 | 800 | no SLA at this N | 6000 (beyond 5 s) |",
+		"| static | 25 | 3 | 1500 | 1500 | p95 ≤ 2 s, max ≤ 5 s: met (3 of 3 rounds) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no row %q in:\n%s", want, got)
+		}
+	}
+}
