@@ -6,6 +6,10 @@
 #   sudo scripts/knative-e2e.sh                # 10 counted runs per arm
 #   RUNS=20 ARMS=static,upx sudo scripts/knative-e2e.sh
 #   STEADY=0 sudo scripts/knative-e2e.sh       # without the warm load (steady run --on knative)
+#   LEVERS=control,no-token MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
+#                                              # each arm beside its platform-lever variants
+#   PARALLEL=1,5,25 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
+#                                              # N Services per arm from zero at once
 #
 # 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
 #    Knative Serving v0.42.2 from the Go module proxy (first time ~30 min on
@@ -114,6 +118,26 @@ log "deploying ${ARMS}"
 # (CoreDNS here) to see the activator in the path.
 "$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --wait-timeout 5m
 
+knrun=("$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --traces "$KNODE_TRACES" --kubeconfig "$KUBECONFIG"
+	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --start-timeout "$TIMEOUT" --results-dir "$RESULTS_DIR" -o markdown)
+# LEVERS: each arm's variant under each platform lever (deploy --lever),
+# measured in the same rounds as the arm and compared against it.
+if [ -n "${LEVERS:-}" ]; then
+	lv=()
+	for l in ${LEVERS//,/ }; do lv+=(--lever "$l"); done
+	log "deploying the arms' variants under ${LEVERS}"
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${lv[@]}" --wait-timeout 5m
+	log "measuring: $RUNS runs per arm and lever variant"
+	"${knrun[@]}" "${lv[@]}"
+fi
+# PARALLEL: N Services of each arm from zero at once, per N of the list.
+if [ -n "${PARALLEL:-}" ]; then
+	log "deploying the copies --parallel $PARALLEL scales"
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --parallel "$PARALLEL" --wait-timeout 10m
+	log "measuring: $RUNS rounds of N Services at once, N in $PARALLEL"
+	"${knrun[@]}" --parallel "$PARALLEL"
+fi
+[ "${MAIN:-1}" != 0 ] || { log "MAIN=0: no plain run"; exit 0; }
 log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
 "$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --traces "$KNODE_TRACES" --kubeconfig "$KUBECONFIG" \
 	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --start-timeout "$TIMEOUT" \
