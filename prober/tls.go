@@ -140,27 +140,44 @@ func Fingerprint(c *x509.Certificate) string {
 // Unverified reports whether the server's certificate is not verified.
 func (t *TLS) Unverified() bool { return t != nil && t.Options.InsecureSkipVerify }
 
-// config is a new client configuration for one attempt; name is the
-// server name to use when TLSOptions gives none ("" = the dialler's).
-func (t *TLS) config(name string, at *attemptTLS) *tls.Config {
+// ClientConfig is a new client configuration from t: its roots, its
+// client certificate (mTLS) when it has one, TLS 1.2 or later, and the
+// server name TLSOptions gives, else name ("" = whoever dials fills it in,
+// as grpc-go does from the authority). It resumes no session: session
+// tickets are off and there is no ClientSessionCache, so every connection
+// made with it pays a full handshake; a caller that wants resumption
+// turns tickets on and sets a cache on its own copy. NextProtos is left
+// to the caller (ALPN "h2" for HTTP/2).
+func (t *TLS) ClientConfig(name string) *tls.Config {
 	c := &tls.Config{
 		RootCAs:                t.roots,
 		ServerName:             t.Options.ServerName,
 		InsecureSkipVerify:     t.Options.InsecureSkipVerify,
 		MinVersion:             tls.VersionTLS12,
 		SessionTicketsDisabled: true, // and no ClientSessionCache: never resume
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			at.mu.Lock()
-			at.asked = true
-			at.mu.Unlock()
-			if t.cert == nil {
-				return &tls.Certificate{}, nil // none: the server decides
-			}
-			return t.cert, nil
-		},
+	}
+	if t.cert != nil {
+		c.Certificates = []tls.Certificate{*t.cert}
 	}
 	if c.ServerName == "" {
 		c.ServerName = name
+	}
+	return c
+}
+
+// config is a new client configuration for one attempt (ClientConfig's),
+// noting in at whether the server asked for a client certificate.
+func (t *TLS) config(name string, at *attemptTLS) *tls.Config {
+	c := t.ClientConfig(name)
+	c.Certificates = nil
+	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		at.mu.Lock()
+		at.asked = true
+		at.mu.Unlock()
+		if t.cert == nil {
+			return &tls.Certificate{}, nil // none: the server decides
+		}
+		return t.cert, nil
 	}
 	return c
 }

@@ -323,3 +323,25 @@ func TestTLSServerExitingOnHello(t *testing.T) {
 		t.Errorf("WaitReady = %v, want the server's exit: %v", err, inst.err)
 	}
 }
+
+// TestClientConfig: a fresh configuration per call, from the loaded
+// files, that never resumes a session; the client certificate is there
+// for mTLS, and the name given is used only when the options give none.
+func TestClientConfig(t *testing.T) {
+	file := newCerts(t)
+	tl := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), CertFile: file("client.crt"), KeyFile: file("client.key")})
+	a, b := tl.ClientConfig("127.0.0.1"), tl.ClientConfig("127.0.0.1")
+	if a == b {
+		t.Fatal("ClientConfig returned the same *tls.Config twice, want a fresh one each call")
+	}
+	if !a.SessionTicketsDisabled || a.ClientSessionCache != nil {
+		t.Errorf("ClientConfig: tickets disabled %v, session cache %v: want no resumption", a.SessionTicketsDisabled, a.ClientSessionCache)
+	}
+	if a.RootCAs == nil || len(a.Certificates) != 1 || a.ServerName != "127.0.0.1" || a.MinVersion != tls.VersionTLS12 || a.InsecureSkipVerify {
+		t.Errorf("ClientConfig = roots %v, %d certificates, name %q, min version %x, skip verify %v", a.RootCAs, len(a.Certificates), a.ServerName, a.MinVersion, a.InsecureSkipVerify)
+	}
+	named := loadTLS(t, prober.TLSOptions{ServerName: "localhost", InsecureSkipVerify: true})
+	if c := named.ClientConfig("127.0.0.1"); c.ServerName != "localhost" || !c.InsecureSkipVerify || c.RootCAs != nil || len(c.Certificates) != 0 {
+		t.Errorf("ClientConfig with --tls-server-name and no files = name %q, skip verify %v, roots %v, %d certificates", c.ServerName, c.InsecureSkipVerify, c.RootCAs, len(c.Certificates))
+	}
+}
