@@ -11,8 +11,9 @@
 // source), flow-control updates and PING acks batched with requests.
 //
 // It speaks the gRPC-over-HTTP/2 protocol with messages as raw bytes
-// (already marshalled protobuf), without compression, TLS, retries, name
-// resolution or load balancing: one Conn is one connection to one address.
+// (already marshalled protobuf), in clear text or over TLS (WithTLS),
+// without compression, retries, name resolution or load balancing: one
+// Conn is one connection to one address.
 // Errors the server sends are *status.Status errors from grpc's status
 // package, as grpc-go's client returns them.
 package leangrpc
@@ -20,6 +21,7 @@ package leangrpc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -65,6 +67,7 @@ type options struct {
 	connWindow   uint32
 	userAgent    string
 	metadata     []hpack.HeaderField
+	tls          *tls.Config
 }
 
 // WithWindows sets the receive windows advertised per stream and per
@@ -80,6 +83,14 @@ func WithWindows(stream, conn uint32) Option {
 		}
 	}
 }
+
+// WithTLS makes Dial a TLS client with cfg (a copy, its NextProtos set
+// to "h2" alone) before the HTTP/2 preface, and the calls' :scheme
+// "https". A server that does not choose h2 by ALPN is an error of Dial:
+// gRPC over TLS is HTTP/2 negotiated so. Over TLS every read and write
+// goes through the *tls.Conn: the raw system calls of a cleartext
+// connection (see write and source) are not available.
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // WithUserAgent sets the user-agent header sent with every call.
 func WithUserAgent(ua string) Option { return func(o *options) { o.userAgent = ua } }
@@ -115,6 +126,7 @@ type Conn struct {
 	br        *bufio.Reader
 	raw       syscall.RawConn // nil: write through conn
 	authority string
+	scheme    string // :scheme, "http" or "https" (WithTLS)
 	opts      options
 	dec       *hpack.Decoder
 	enc       *hpack.Encoder // request header blocks, under mu, in wire order
@@ -167,10 +179,12 @@ type Conn struct {
 	readDone chan struct{}
 }
 
-// Dial connects to address over network ("tcp" or "unix"), sends the
-// HTTP/2 preface and settings, and waits for the server's SETTINGS, so a
-// server that does not speak HTTP/2 in clear text fails here. authority is
-// the :authority of every call (for a Unix socket, "localhost" is usual).
+// Dial connects to address over network ("tcp" or "unix"), makes the TLS
+// handshake when WithTLS asks for one, sends the HTTP/2 preface and
+// settings, and waits for the server's SETTINGS, so a server that does not
+// speak HTTP/2 (in clear text, or over TLS by ALPN) fails here. authority
+// is the :authority of every call (for a Unix socket, "localhost" is
+// usual). A TLS handshake's error is a *TLSError.
 func Dial(ctx context.Context, network, address, authority string, opt ...Option) (*Conn, error) {
 	o := options{streamWindow: DefaultStreamWindow, connWindow: DefaultConnWindow, userAgent: "coldstart-leangrpc"}
 	for _, f := range opt {
@@ -181,9 +195,17 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", address, err)
 	}
+	scheme := "http"
+	if o.tls != nil {
+		scheme = "https"
+		if nc, err = tlsClient(ctx, nc, address, o.tls); err != nil {
+			return nil, err
+		}
+	}
 	c := &Conn{
 		conn:          nc,
 		authority:     authority,
+		scheme:        scheme,
 		opts:          o,
 		nextID:        1,
 		streams:       map[uint32]*stream{},
@@ -211,6 +233,53 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 	}
 	go c.readLoop()
 	return c, nil
+}
+
+// TLSError is a TLS handshake that failed, or that agreed on a protocol
+// other than h2 (Err says which): the connection never carried HTTP/2.
+type TLSError struct {
+	Address string
+	// State is the handshake's outcome when it completed (ALPN other
+	// than h2); zero when it failed.
+	State tls.ConnectionState
+	Err   error
+}
+
+func (e *TLSError) Error() string { return fmt.Sprintf("TLS handshake with %s: %v", e.Address, e.Err) }
+
+func (e *TLSError) Unwrap() error { return e.Err }
+
+// ErrNotH2 is a TLS handshake that completed without the server choosing
+// h2 by ALPN.
+var ErrNotH2 = errors.New("the server did not choose h2 by ALPN")
+
+// tlsClient runs the client side of TLS on nc with a copy of cfg offering
+// h2 alone, bounded as the HTTP/2 handshake is (ctx's deadline, else
+// 10 s), and closes nc when it fails.
+func tlsClient(ctx context.Context, nc net.Conn, address string, cfg *tls.Config) (net.Conn, error) {
+	cfg = cfg.Clone()
+	cfg.NextProtos = []string{"h2"}
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	} else {
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, &TLSError{Address: address, Err: err}
+	}
+	nc.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	if st.NegotiatedProtocol != "h2" {
+		tc.Close()
+		proto := "none"
+		if st.NegotiatedProtocol != "" {
+			proto = strconv.Quote(st.NegotiatedProtocol)
+		}
+		return nil, &TLSError{Address: address, State: st, Err: fmt.Errorf("%w (it chose %s): it does not serve gRPC over TLS there", ErrNotH2, proto)}
+	}
+	return tc, nil
 }
 
 func (c *Conn) handshake(ctx context.Context) error {
@@ -241,6 +310,9 @@ func (c *Conn) handshake(ctx context.Context) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if c.scheme == "https" {
+			return fmt.Errorf("read the server's SETTINGS after the TLS handshake: %w", err)
 		}
 		return fmt.Errorf("read the server's SETTINGS (does it speak HTTP/2 without TLS?): %w", err)
 	}
@@ -393,7 +465,7 @@ func (c *Conn) headerBlockLocked(path string, hb *headerBlock) []byte {
 	c.hbuf = c.hbuf[:0]
 	for _, f := range [...]hpack.HeaderField{
 		{Name: ":method", Value: "POST"},
-		{Name: ":scheme", Value: "http"},
+		{Name: ":scheme", Value: c.scheme},
 		{Name: ":path", Value: path},
 		{Name: ":authority", Value: c.authority},
 		{Name: "content-type", Value: "application/grpc"},
