@@ -35,7 +35,7 @@ func Load(ctx context.Context, t prober.Target, workers, payload int) (LoadResul
 	if workers <= 0 {
 		return LoadResult{}, fmt.Errorf("load %s: %d workers, want at least 1", t, workers)
 	}
-	g, err := newGRPC(ctx, t, 1, bytes.Repeat([]byte("x"), payload), false)
+	g, err := newGRPC(ctx, t, 1, bytes.Repeat([]byte("x"), payload), false, grpcDialOptions(nil, nil))
 	if err != nil {
 		return LoadResult{}, err
 	}
@@ -90,11 +90,11 @@ func LoadCall(ctx context.Context, t prober.Target, workers int, c *Call) (LoadR
 	if err := c.validate(); err != nil {
 		return LoadResult{}, err
 	}
-	rc, err := resolveCall(ctx, c, t, "")
+	rc, err := resolveCall(ctx, c, t, "", nil)
 	if err != nil {
 		return LoadResult{}, err
 	}
-	g, err := newGRPC(ctx, t, 1, nil, false)
+	g, err := newGRPC(ctx, t, 1, nil, false, grpcDialOptions(nil, nil))
 	if err != nil {
 		return LoadResult{}, err
 	}

@@ -65,7 +65,7 @@ func (c *Call) validate() error {
 		// Schema files need no server: a file that does not parse, a
 		// method it lacks or a request that does not fit is reported
 		// before any server starts.
-		if _, err := resolveCall(context.Background(), c, prober.Target{}, ""); err != nil {
+		if _, err := resolveCall(context.Background(), c, prober.Target{}, "", nil); err != nil {
 			return err
 		}
 	}
@@ -84,13 +84,13 @@ type resolvedCall struct {
 }
 
 // resolveCall finds c's types (from its schema files, else by reflection
-// from the server at t) and builds its requests. Its errors are
-// OptionErrors naming the field at fault: Call.Method for a method the
-// server or the files do not offer (with what they offer),
-// Call.Schema.Protoset or Call.Schema.Protos for a file that does not
-// parse, Call.Data or Call.DataFile (and its line) for a request that does
-// not fit.
-func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string) (*resolvedCall, error) {
+// from the server at t, over TLS with tl when set) and builds its
+// requests. Its errors are OptionErrors naming the field at fault:
+// Call.Method for a method the server or the files do not offer (with
+// what they offer), Call.Schema.Protoset or Call.Schema.Protos for a file
+// that does not parse, Call.Data or Call.DataFile (and its line) for a
+// request that does not fit.
+func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string, tl *prober.TLS) (*resolvedCall, error) {
 	full, _, _, err := grpcschema.ParseMethod(c.Method)
 	if err != nil {
 		return nil, &OptionError{Option: "Call.Method", Err: err}
@@ -106,7 +106,7 @@ func resolveCall(ctx context.Context, c *Call, t prober.Target, authority string
 			return nil, &OptionError{Option: "Call.Schema.Protos", Err: err}
 		}
 	default:
-		opts := append([]grpc.DialOption(nil), grpcOptions...)
+		opts := grpcDialOptions(tl, nil)
 		if authority != "" {
 			opts = append(opts, grpc.WithAuthority(authority))
 		}

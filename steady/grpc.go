@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/coldstart-go/coldstart/internal/echo/echopb"
@@ -26,9 +25,10 @@ type grpcTransport struct {
 	call *resolvedCall
 }
 
-func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool, opt ...grpc.DialOption) (*grpcTransport, error) {
+// newGRPC makes conns ClientConns to t with opts (grpcDialOptions and
+// any others).
+func newGRPC(ctx context.Context, t prober.Target, conns int, payload []byte, stream bool, opts []grpc.DialOption) (*grpcTransport, error) {
 	g := &grpcTransport{stream: stream, payload: payload}
-	opts := append(append([]grpc.DialOption(nil), grpcOptions...), opt...)
 	for i := 0; i < conns; i++ {
 		// Each ClientConn is its own HTTP/2 connection.
 		cc, err := grpc.NewClient(t.GRPCTarget(), opts...)
@@ -65,16 +65,6 @@ func (g *grpcTransport) close() {
 	for _, cc := range g.conns {
 		cc.Close()
 	}
-}
-
-// grpcOptions: plaintext, and fixed flow-control windows, which turn off
-// grpc-go's bandwidth-delay estimator: it answers received data with PING
-// frames, an extra write per call on a sequential channel that costs the
-// generator CPU and is not part of the load.
-var grpcOptions = []grpc.DialOption{
-	grpc.WithTransportCredentials(insecure.NewCredentials()),
-	grpc.WithInitialWindowSize(4 << 20),
-	grpc.WithInitialConnWindowSize(16 << 20),
 }
 
 const echoMethod = "/coldstart.echo.v1.Echo/Echo"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coldstart-go/coldstart/prober"
 )
@@ -30,13 +32,14 @@ func jsonBody(payload []byte) []byte {
 // a connection can carry several requests in flight (pipelining), which
 // net/http's client does not do, and so that a call costs one write and a
 // buffered read with no allocation. Worker i uses connection i%conns.
+// With TLS each connection is a TLS client offering http/1.1 by ALPN.
 type h1Transport struct {
 	target prober.Target
 	req    []byte // the whole request, head and body, written as is
 	conns  []*h1Conn
 }
 
-func newHTTP1(ctx context.Context, t prober.Target, path string, conns, depth int, payload []byte) (*h1Transport, error) {
+func newHTTP1(ctx context.Context, t prober.Target, path string, conns, depth int, payload []byte, tl *prober.TLS, hs *atomic.Int64) (*h1Transport, error) {
 	body := jsonBody(payload)
 	host := t.Address
 	if t.Network == "unix" {
@@ -45,7 +48,7 @@ func newHTTP1(ctx context.Context, t prober.Target, path string, conns, depth in
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, len(body))
 	h := &h1Transport{target: t, req: append([]byte(head), body...)}
 	for i := 0; i < conns; i++ {
-		c := &h1Conn{target: t, req: h.req, depth: depth}
+		c := &h1Conn{target: t, req: h.req, depth: depth, tl: tl, tls: httpTLS(tl, t, "http/1.1"), hs: hs}
 		if err := c.dial(ctx); err != nil {
 			h.close()
 			return nil, err
@@ -73,6 +76,9 @@ type h1Conn struct {
 	target prober.Target
 	req    []byte
 	depth  int
+	tl     *prober.TLS   // nil = cleartext
+	tls    *tls.Config   // tl's, offering http/1.1
+	hs     *atomic.Int64 // counts TLS handshakes
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -86,6 +92,18 @@ func (c *h1Conn) dial(ctx context.Context) error {
 	conn, err := d.DialContext(ctx, c.target.Network, c.target.Address)
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", c.target, err)
+	}
+	if c.tls != nil {
+		// A server that chooses no protocol by ALPN speaks HTTP/1.1.
+		tc, err := tlsHandshake(ctx, conn, c.tls, c.target, "", c.hs)
+		if err != nil {
+			return tlsFailure(c.tl, c.target, err)
+		}
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
+			tc.Close()
+			return fmt.Errorf("TLS with %s: the server chose ALPN %q, want http/1.1", c.target, p)
+		}
+		conn = tc
 	}
 	c.conn, c.err = conn, nil
 	c.pending = make(chan chan error, c.depth)
@@ -295,29 +313,44 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// h2cTransport is cleartext HTTP/2 connections from net/http's own
-// ClientConn (one TCP connection each, streams multiplexed); worker i uses
+// h2cTransport is HTTP/2 connections from net/http's own ClientConn (one
+// TCP connection each, streams multiplexed): cleartext with prior
+// knowledge (h2c), or over TLS with h2 chosen by ALPN (h2). Worker i uses
 // connection i%conns.
 type h2cTransport struct {
 	url   string
 	body  []byte
 	tr    *http.Transport
 	conns []*http.ClientConn
+	proto Protocol // H2C or H2, for errors
 }
 
-func newH2C(ctx context.Context, t prober.Target, path string, conns int, payload []byte) (*h2cTransport, error) {
+func newH2C(ctx context.Context, t prober.Target, path string, conns int, payload []byte, tl *prober.TLS, hs *atomic.Int64) (*h2cTransport, error) {
 	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	h := &h2cTransport{
-		url:  "http://" + t.Address + path,
-		body: jsonBody(payload),
-		tr:   &http.Transport{Protocols: &p},
+	h := &h2cTransport{body: jsonBody(payload), proto: H2C}
+	scheme := "http"
+	if tl == nil {
+		p.SetUnencryptedHTTP2(true)
+		h.tr = &http.Transport{Protocols: &p}
+	} else {
+		scheme, h.proto = "https", H2
+		p.SetHTTP2(true)
+		cfg := httpTLS(tl, t, "h2")
+		h.tr = &http.Transport{Protocols: &p, DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			raw, err := d.DialContext(ctx, t.Network, t.Address)
+			if err != nil {
+				return nil, err
+			}
+			return tlsHandshake(ctx, raw, cfg, t, "h2", hs)
+		}}
 	}
+	h.url = scheme + "://" + t.Address + path
 	for i := 0; i < conns; i++ {
-		cc, err := h.tr.NewClientConn(ctx, "http", t.Address)
+		cc, err := h.tr.NewClientConn(ctx, scheme, t.Address)
 		if err != nil {
 			h.close()
-			return nil, fmt.Errorf("connect h2c %s: %w", t, err)
+			return nil, fmt.Errorf("connect %s %s: %w", h.proto, t, tlsFailure(tl, t, err))
 		}
 		h.conns = append(h.conns, cc)
 	}
@@ -325,7 +358,7 @@ func newH2C(ctx context.Context, t prober.Target, path string, conns int, payloa
 }
 
 func (h *h2cTransport) caller(ctx context.Context, i int) (caller, error) {
-	k := &h2cCaller{cc: h.conns[i%len(h.conns)], body: h.body, r: new(bodyReader)}
+	k := &h2cCaller{cc: h.conns[i%len(h.conns)], body: h.body, r: new(bodyReader), proto: h.proto}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, nil)
 	if err != nil {
 		return nil, err
@@ -349,10 +382,11 @@ type bodyReader struct{ bytes.Reader }
 func (*bodyReader) Close() error { return nil }
 
 type h2cCaller struct {
-	cc   *http.ClientConn
-	req  *http.Request
-	body []byte
-	r    *bodyReader
+	cc    *http.ClientConn
+	req   *http.Request
+	body  []byte
+	r     *bodyReader
+	proto Protocol
 }
 
 func (k *h2cCaller) call(context.Context) error {
@@ -362,7 +396,7 @@ func (k *h2cCaller) call(context.Context) error {
 	if err != nil {
 		// "client conn not usable" here most often means the server does
 		// not speak HTTP/2 without TLS (prior knowledge) on this address.
-		return fmt.Errorf("h2c POST %s: %w", k.req.URL, err)
+		return fmt.Errorf("%s POST %s: %w", k.proto, k.req.URL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
@@ -41,6 +42,10 @@ type leanTransport struct {
 	msg       []byte        // its marshalled request
 	call      *resolvedCall // the user's method instead (--call), or nil
 	opts      []leangrpc.Option
+	// tls is the TLS configuration (nil = cleartext); hs counts the TLS
+	// handshakes of the connections dialled.
+	tls *prober.TLS
+	hs  *atomic.Int64
 }
 
 // leanSlot is one connection and what replaced it after a failure.
@@ -56,7 +61,7 @@ func authority(t prober.Target) string {
 	return t.Address
 }
 
-func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream, health bool, call *resolvedCall) (*leanTransport, error) {
+func newLean(ctx context.Context, t prober.Target, auth string, conns int, payload []byte, stream, health bool, call *resolvedCall, tl *prober.TLS, hs *atomic.Int64) (*leanTransport, error) {
 	if auth == "" {
 		auth = authority(t)
 	}
@@ -64,7 +69,8 @@ func newLean(ctx context.Context, t prober.Target, auth string, conns int, paylo
 	if err != nil {
 		return nil, fmt.Errorf("marshal request: %w", err)
 	}
-	l := &leanTransport{target: t, authority: auth, stream: stream, method: echoMethod, msg: msg}
+	l := &leanTransport{target: t, authority: auth, stream: stream, method: echoMethod, msg: msg, tls: tl, hs: hs}
+	l.opts = leanOptions(tl, t)
 	if health {
 		// HealthCheckRequest{} (the whole server) marshals to no bytes.
 		l.method, l.msg = healthpb.Health_Check_FullMethodName, nil
@@ -76,7 +82,7 @@ func newLean(ctx context.Context, t prober.Target, auth string, conns int, paylo
 		}
 	}
 	for i := 0; i < conns; i++ {
-		c, err := leangrpc.Dial(ctx, t.Network, t.Address, auth, l.opts...)
+		c, err := l.dial(ctx)
 		if err != nil {
 			l.close()
 			return nil, fmt.Errorf("dial %s: %w", t, err)
@@ -86,6 +92,20 @@ func newLean(ctx context.Context, t prober.Target, auth string, conns int, paylo
 	return l, nil
 }
 
+// dial opens one connection, counting its TLS handshake (Dial returns
+// once it completed and the server's SETTINGS came); a TLS failure is
+// named by tlsFailure.
+func (l *leanTransport) dial(ctx context.Context) (*leangrpc.Conn, error) {
+	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, l.authority, l.opts...)
+	if err != nil {
+		return nil, tlsFailure(l.tls, l.target, err)
+	}
+	if l.tls != nil {
+		l.hs.Add(1)
+	}
+	return c, nil
+}
+
 // conn is the slot's connection, dialled again if it failed.
 func (l *leanTransport) conn(ctx context.Context, s *leanSlot) (*leangrpc.Conn, error) {
 	s.mu.Lock()
@@ -93,7 +113,7 @@ func (l *leanTransport) conn(ctx context.Context, s *leanSlot) (*leangrpc.Conn, 
 	if s.c.Err() == nil {
 		return s.c, nil
 	}
-	c, err := leangrpc.Dial(ctx, l.target.Network, l.target.Address, l.authority, l.opts...)
+	c, err := l.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s again: %w", l.target, err)
 	}

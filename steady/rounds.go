@@ -420,6 +420,8 @@ func SummarizeRounds(rs []Row, confidence float64) Row {
 	out.PeakRSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PeakRSSBytes) }), med)
 	out.RSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.RSSBytes) }), med)
 	out.PSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PSSBytes) }), med)
+	out.TLSHandshakes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.TLSHandshakes) }), med)
+	out.TLSHandshakesPerS = medPtr(col(func(r Row) (float64, bool) { return deref(r.TLSHandshakesPerS) }), med)
 	if gc := col(func(r Row) (float64, bool) {
 		if r.GCCycles == nil {
 			return 0, false

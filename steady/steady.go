@@ -1,8 +1,9 @@
 // Package steady measures a warm server: it starts each arm, warms it, puts
 // it under closed-loop, streaming and open-loop load over gRPC, HTTP/1.1
-// (keep-alive, optionally pipelined) or h2c, and meters the server from
-// outside (CPU from /proc, memory, Go runtime allocation) and the generator
-// from inside (its own CPU per call), one Row per step.
+// (keep-alive, optionally pipelined) or HTTP/2, in clear text or over TLS
+// (Config.TLS), and meters the server from outside (CPU from /proc,
+// memory, Go runtime allocation) and the generator from inside (its own
+// CPU per call), one Row per step.
 package steady
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/coldstart-go/coldstart/budget"
@@ -31,10 +33,13 @@ const (
 	// H2C POSTs the same JSON over cleartext HTTP/2, the workers' requests
 	// spread as streams over conns connections.
 	H2C Protocol = "h2c"
+	// H2 is H2C's load over TLS: HTTP/2 negotiated by ALPN (Config.TLS
+	// must be set).
+	H2 Protocol = "h2"
 )
 
 // Protocols lists the accepted protocols, for help text and errors.
-var Protocols = []Protocol{GRPC, HTTP1, H2C}
+var Protocols = []Protocol{GRPC, HTTP1, H2C, H2}
 
 // The scenarios, in the order a run performs them.
 const (
@@ -88,6 +93,18 @@ type Config struct {
 	WindowLimit time.Duration
 	// Client is the gRPC client library ("" = ClientGRPC).
 	Client Client
+	// TLS, when set, makes every connection of the load (and each
+	// readiness check) a TLS client with its configuration: gRPC over
+	// TLS, HTTP/1.1 as https, and HTTP/2 negotiated by ALPN (protocol H2;
+	// H2C is clear text only). nil = plaintext. Rows then count the TLS
+	// handshakes each window completed.
+	TLS *prober.TLS
+	// ReconnectEvery closes each connection of the load and dials it
+	// again after this many calls on it, so that a window measures the
+	// cost of connecting (TCP, and a full TLS handshake with TLS, which
+	// resumes no session) beside the calls (0 = never: connections live
+	// for the whole step).
+	ReconnectEvery int
 	// Call, when set, is the user's own gRPC method every gRPC step calls
 	// instead of coldstart's Echo (or a target's health check); its
 	// payload is its requests, so Payloads do not apply. gRPC only, and
@@ -345,6 +362,9 @@ func (c Config) Validate() error {
 			return optionf("Target.PID", "%d is not a process ID", c.Target.PID)
 		}
 	}
+	if c.ReconnectEvery < 0 {
+		return optionf("ReconnectEvery", "%d is negative (0 = never reconnect)", c.ReconnectEvery)
+	}
 	if c.Client != "" && !known(Clients, c.Client) {
 		return optionf("Client", "unknown client %q (known: grpc, lean)", c.Client)
 	}
@@ -407,7 +427,14 @@ func (c Config) Validate() error {
 	}
 	for _, p := range c.Protocols {
 		if !known(Protocols, p) {
-			return optionf("Protocols", "unknown protocol %q (known: grpc, http1, h2c)", p)
+			return optionf("Protocols", "unknown protocol %q (known: grpc, http1, h2c, h2)", p)
+		}
+		if p == H2 && c.TLS == nil {
+			return &OptionError{Option: "Protocols", Fix: "TLS",
+				Err: errors.New("h2 is HTTP/2 over TLS, negotiated by ALPN; in clear text load h2c, or turn TLS on")}
+		}
+		if p == H2C && c.TLS != nil {
+			return optionf("Protocols", "h2c is HTTP/2 in clear text (prior knowledge); over TLS load h2 (HTTP/2 negotiated by ALPN)")
 		}
 	}
 	if c.Rounds < 0 {
@@ -598,12 +625,12 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 	if a.Launcher != nil {
 		launcher = a.Launcher
 	}
-	var checker prober.Checker = prober.Health{}
+	grpcReady := known(cfg.Protocols, GRPC)
 	readyAt := ad.grpc
-	if !known(cfg.Protocols, GRPC) {
-		checker = httpReady{path: cfg.HTTPPath}
+	if !grpcReady {
 		readyAt = ad.http
 	}
+	checker := readyChecker(cfg, grpcReady)
 	// The server starts unpinned (p released above); steady's own threads
 	// are pinned again before the wait.
 	inst, _, err := launch.StartReady(ctx, launcher, spec, launch.ReadyOptions{
@@ -615,9 +642,16 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 	}
 	cleanup = append([]func(){func() { inst.Stop(context.Background()) }}, cleanup...)
 	fmt.Fprintf(cfg.Log, "steady: %s ready at %s (pid %d)\n", a.Name, readyAt, inst.PID())
+	if grpcReady && ad.http != ad.grpc && usesHTTP(cfg.Protocols) {
+		// The HTTP listener is loaded too: a TLS mismatch there is said
+		// now rather than counted as every call's error.
+		if err := checkOnce(ctx, readyChecker(cfg, false), ad.http); err != nil {
+			return nil, fmt.Errorf("arm %s: HTTP at %s: %w", a.Name, ad.http, err)
+		}
+	}
 	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}
 	if cfg.Call != nil {
-		if s.call, err = resolveCall(ctx, cfg.Call, ad.grpc, ""); err != nil {
+		if s.call, err = resolveCall(ctx, cfg.Call, ad.grpc, "", cfg.TLS); err != nil {
 			return nil, fmt.Errorf("arm %s: %w", a.Name, err)
 		}
 	}
@@ -651,6 +685,9 @@ type server struct {
 	// call is the user's method gRPC load calls (Config.Call), resolved
 	// against this server; nil = Echo or the health check.
 	call *resolvedCall
+	// handshakes counts the TLS handshakes its load's connections
+	// completed (Config.TLS), read at each window's edges.
+	handshakes atomic.Int64
 }
 
 // step is one measured window's load shape.

@@ -463,7 +463,13 @@ func TestValidate(t *testing.T) {
 		{"soak without rate", Config{Arms: arm, Soak: time.Hour}, "Rate", "Rate: a soak needs an open-loop rate in calls per second"},
 		{"soak of one interval", Config{Arms: arm, Soak: time.Minute, Rate: 10}, "Soak",
 			"Soak: 1m0s is shorter than two soak intervals (1m0s): a trend needs at least two rows, three for its confidence interval; soak longer or shorten the interval (SoakInterval)"},
-		{"unknown protocol", Config{Arms: arm, Protocols: []Protocol{"quic"}}, "Protocols", `Protocols: unknown protocol "quic" (known: grpc, http1, h2c)`},
+		{"unknown protocol", Config{Arms: arm, Protocols: []Protocol{"quic"}}, "Protocols", `Protocols: unknown protocol "quic" (known: grpc, http1, h2c, h2)`},
+		{"h2 without TLS", Config{Arms: arm, Protocols: []Protocol{H2}}, "Protocols",
+			"Protocols: h2 is HTTP/2 over TLS, negotiated by ALPN; in clear text load h2c, or turn TLS on (TLS)"},
+		{"h2c over TLS", Config{Arms: arm, Protocols: []Protocol{H2C}, TLS: &prober.TLS{}}, "Protocols",
+			"Protocols: h2c is HTTP/2 in clear text (prior knowledge); over TLS load h2 (HTTP/2 negotiated by ALPN)"},
+		{"h2 over TLS", Config{Arms: arm, Protocols: []Protocol{H2}, TLS: &prober.TLS{}}, "", ""},
+		{"reconnect negative", Config{Arms: arm, ReconnectEvery: -1}, "ReconnectEvery", "ReconnectEvery: -1 is negative (0 = never reconnect)"},
 		{"unknown scenario", Config{Arms: arm, Scenarios: []Scenario{"soak"}}, "Scenarios", `Scenarios: unknown scenario "soak" (known: sequential, throughput, stream, open, ramp)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,8 @@ type reading struct {
 	server procfs.CPUStat
 	rt     *rtmetrics.Snapshot // nil when the server serves no runtime metrics
 	self   time.Duration       // this process's user+system CPU
+	// handshakes is the server's count of TLS handshakes so far.
+	handshakes int64
 }
 
 func (s *server) read(ctx context.Context, end bool) (reading, error) {
@@ -47,6 +49,7 @@ func (s *server) read(ctx context.Context, end bool) (reading, error) {
 		r.server = cpu
 	}
 	r.self = selfCPU()
+	r.handshakes = s.handshakes.Load()
 	r.at = time.Now()
 	if end {
 		fetch()
@@ -64,29 +67,44 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// newTransport connects a step's load to s: its plain transport, or with
+// Config.ReconnectEvery one whose connections are renewed (reconnecting).
 func newTransport(ctx context.Context, cfg Config, s *server, st step, payload []byte) (transport, error) {
+	if cfg.ReconnectEvery > 0 {
+		one := st
+		one.conns = 1
+		return newReconnecting(ctx, st.conns, cfg.ReconnectEvery, func(ctx context.Context) (transport, error) {
+			return dialTransport(ctx, cfg, s, one, payload)
+		})
+	}
+	return dialTransport(ctx, cfg, s, st, payload)
+}
+
+// dialTransport makes st.conns connections of st's protocol to s, over
+// TLS with cfg.TLS, their handshakes counted in s.handshakes.
+func dialTransport(ctx context.Context, cfg Config, s *server, st step, payload []byte) (transport, error) {
 	switch st.proto {
 	case GRPC:
 		if s.health && st.scenario == Stream {
 			return nil, errNoEchoStream(s.addrs.grpc)
 		}
 		if cfg.Client == ClientLean {
-			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream, s.health, s.call)
+			return newLean(ctx, s.addrs.grpc, s.authority, st.conns, payload, st.scenario == Stream, s.health, s.call, cfg.TLS, &s.handshakes)
 		}
-		var opt []grpc.DialOption
+		opt := grpcDialOptions(cfg.TLS, &s.handshakes)
 		if s.authority != "" {
 			opt = append(opt, grpc.WithAuthority(s.authority))
 		}
-		g, err := newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream, opt...)
+		g, err := newGRPC(ctx, s.addrs.grpc, st.conns, payload, st.scenario == Stream, opt)
 		if err != nil {
 			return nil, err
 		}
 		g.health, g.call = s.health, s.call
 		return g, nil
 	case HTTP1:
-		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload)
-	case H2C:
-		return newH2C(ctx, s.addrs.http, cfg.HTTPPath, st.conns, payload)
+		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload, cfg.TLS, &s.handshakes)
+	case H2C, H2:
+		return newH2C(ctx, s.addrs.http, cfg.HTTPPath, st.conns, payload, cfg.TLS, &s.handshakes)
 	}
 	return nil, fmt.Errorf("unknown protocol %q", st.proto)
 }
@@ -223,19 +241,29 @@ func us(h *hdrhistogram.Histogram, q float64) float64 {
 
 func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row {
 	r := Row{
-		Arm:          s.arm,
-		Budget:       s.budget,
-		Protocol:     st.proto,
-		Scenario:     st.scenario,
-		PayloadBytes: st.payload,
-		Concurrency:  st.concurrency,
-		Conns:        st.conns,
-		Depth:        st.depth,
-		RateReq:      st.rate,
-		Calls:        o.calls,
-		Seconds:      o.elapsed.Seconds(),
-		Errors:       o.errors,
-		FirstError:   o.first,
+		Arm:            s.arm,
+		Budget:         s.budget,
+		Protocol:       st.proto,
+		Scenario:       st.scenario,
+		PayloadBytes:   st.payload,
+		Concurrency:    st.concurrency,
+		Conns:          st.conns,
+		Depth:          st.depth,
+		RateReq:        st.rate,
+		Calls:          o.calls,
+		Seconds:        o.elapsed.Seconds(),
+		Errors:         o.errors,
+		FirstError:     o.first,
+		TLS:            cfg.TLS != nil,
+		ReconnectEvery: cfg.ReconnectEvery,
+	}
+	if cfg.TLS != nil && !after.at.IsZero() {
+		n := after.handshakes - before.handshakes
+		r.TLSHandshakes = &n
+		if o.elapsed > 0 {
+			ps := float64(n) / o.elapsed.Seconds()
+			r.TLSHandshakesPerS = &ps
+		}
 	}
 	if st.proto == GRPC {
 		r.Client, r.ErrorCodes = cfg.Client, o.codes

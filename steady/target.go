@@ -50,7 +50,9 @@ type Target struct {
 var ErrRefused = errors.New("target refused the connection")
 
 // ParseTarget reads a target address: host:port, or unix:///path (also
-// unix:/path) for a Unix socket.
+// unix:/path) for a Unix socket. host:port may be written as a URL,
+// http://, grpcs:// or https://HOST:PORT; the last two say the target
+// serves TLS (TargetTLS).
 func ParseTarget(s string) (prober.Target, error) {
 	if p, ok := strings.CutPrefix(s, "unix://"); ok {
 		if !strings.HasPrefix(p, "/") {
@@ -61,13 +63,22 @@ func ParseTarget(s string) (prober.Target, error) {
 	if p, ok := strings.CutPrefix(s, "unix:"); ok && strings.HasPrefix(p, "/") {
 		return prober.Target{Network: "unix", Address: p}, nil
 	}
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "dns:///")
+	for _, scheme := range []string{"http://", "grpcs://", "https://", "dns:///"} {
+		s = strings.TrimPrefix(s, scheme)
+	}
+	s = strings.TrimSuffix(s, "/")
 	h, p, err := net.SplitHostPort(s)
 	if err != nil || p == "" {
 		return prober.Target{}, fmt.Errorf("%q: want host:port or unix:///path", s)
 	}
 	_ = h
 	return prober.Target{Network: "tcp", Address: s}, nil
+}
+
+// TargetTLS says the target address s names a TLS server: grpcs:// or
+// https://, as coldstart's probes take them.
+func TargetTLS(s string) bool {
+	return strings.HasPrefix(s, "grpcs://") || strings.HasPrefix(s, "https://")
 }
 
 // targetAddr is one of a target's addresses and its field path in Config,
@@ -187,17 +198,33 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 			return nil, optionf("Target.PID", "%w; give the PID of the process listening at %s, or leave it out (server figures are then unknown)", err, t.Addr)
 		}
 	}
+	// One check over each address the load reaches, over TLS when asked:
+	// a TLS setting that cannot work (a certificate that does not verify,
+	// a plaintext server, a client certificate demanded), or a TLS server
+	// loaded in plaintext, is said now rather than counted as every
+	// call's error.
+	grpcLoad := cfg.Call != nil || known(cfg.Protocols, GRPC)
+	if grpcLoad {
+		if err := checkOnce(ctx, readyChecker(cfg, true), t.Addr); err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Addr, err)
+		}
+	}
+	if usesHTTP(cfg.Protocols) && (!grpcLoad || t.HTTPAddr != t.Addr) {
+		if err := checkOnce(ctx, readyChecker(cfg, false), t.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.HTTPAddr, err)
+		}
+	}
 	health := false
 	var call *resolvedCall
 	if cfg.Call != nil {
 		var err error
-		if call, err = resolveCall(ctx, cfg.Call, t.Addr, t.Authority); err != nil {
+		if call, err = resolveCall(ctx, cfg.Call, t.Addr, t.Authority, cfg.TLS); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(cfg.Log, "steady: %s at %s: gRPC load calls %s (%d request(s), %d B on average)\n", name, t.Addr, call.method, len(call.wire), call.bytes)
 	} else if known(cfg.Protocols, GRPC) {
 		var err error
-		if health, err = probeEcho(ctx, t); err != nil {
+		if health, err = probeEcho(ctx, t, cfg.TLS); err != nil {
 			return nil, err
 		}
 		if health && known(cfg.Scenarios, Stream) {
@@ -230,9 +257,10 @@ const healthMethod = healthpb.Health_Check_FullMethodName
 // probeEcho finds out whether a target serves coldstart's Echo. One that
 // answers Unimplemented but serves the standard health check (fortio's
 // gRPC server, say) is loaded with health checks: health is true. Any
-// other answer leaves it to the load, which counts what fails.
-func probeEcho(ctx context.Context, t Target) (health bool, err error) {
-	opts := append([]grpc.DialOption(nil), grpcOptions...)
+// other answer leaves it to the load, which counts what fails. tl, when
+// set, is the TLS the load speaks.
+func probeEcho(ctx context.Context, t Target, tl *prober.TLS) (health bool, err error) {
+	opts := grpcDialOptions(tl, nil)
 	if t.Authority != "" {
 		opts = append(opts, grpc.WithAuthority(t.Authority))
 	}
