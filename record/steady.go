@@ -91,20 +91,6 @@ type SteadyRow struct {
 	RoundStats
 	// Client is the gRPC client library (grpc or lean); empty for HTTP.
 	Client Client `json:"client,omitempty"`
-	// TLS is true when the load spoke TLS: gRPC over TLS, HTTP/1.1 as
-	// https, HTTP/2 negotiated by ALPN (protocol h2).
-	TLS bool `json:"tls,omitempty"`
-	// ReconnectEvery is the number of calls after which each connection
-	// was closed and dialled again (0 = never: connections lived for the
-	// whole step).
-	ReconnectEvery int `json:"reconnect_every,omitempty"`
-	// TLSHandshakes counts the TLS handshakes the load's connections
-	// completed in the window, and TLSHandshakesPerS is that count per
-	// second of the window (in a row of medians, their medians over the
-	// rounds); nil without TLS. Sessions are never resumed: each is a full
-	// handshake.
-	TLSHandshakes     *int64   `json:"tls_handshakes,omitempty"`
-	TLSHandshakesPerS *float64 `json:"tls_handshakes_per_s,omitempty" render:"%.1f"`
 	// HeapBytes is the server's live heap objects at the window's end
 	// (runtime metrics), when it serves them.
 	HeapBytes *uint64 `json:"heap_bytes,omitempty"`
@@ -124,6 +110,20 @@ type SteadyRow struct {
 	// ErrorCodes counts the failed calls by gRPC status code ("Unavailable":
 	// 12); nil when none failed, or for HTTP.
 	ErrorCodes map[string]int64 `json:"error_codes,omitempty" render:"-"`
+	// TLS is true when the load spoke TLS: gRPC over TLS, HTTP/1.1 as
+	// https, HTTP/2 negotiated by ALPN (protocol h2).
+	TLS bool `json:"tls,omitempty"`
+	// ReconnectEvery is the number of calls after which each connection
+	// was closed and dialled again (0 = never: connections lived for the
+	// whole step).
+	ReconnectEvery int `json:"reconnect_every,omitempty"`
+	// TLSHandshakes counts the TLS handshakes the load's connections
+	// completed in the window, and TLSHandshakesPerS is that count per
+	// second of the window (in a row of medians, their medians over the
+	// rounds); nil without TLS. Sessions are never resumed: each is a full
+	// handshake.
+	TLSHandshakes     *int64   `json:"tls_handshakes,omitempty"`
+	TLSHandshakesPerS *float64 `json:"tls_handshakes_per_s,omitempty" render:"%.1f"`
 	// VsBaseline sets the rounds' calls/s against the baseline arm's in
 	// the same step (CompareSteady): faster or slower; CPUVsBaseline does
 	// the same for server CPU per call: lower or higher. Empty in a
