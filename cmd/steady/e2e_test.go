@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
+	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/steady"
 )
 
@@ -27,7 +28,9 @@ type buildsRemoved struct{ m *testing.M }
 func (b buildsRemoved) Run() int { return testservers.Run(b.m) }
 
 // TestScripts runs testdata/script/*.txtar with $ECHO set to the sample
-// server.
+// server and $CERTS to TLS test certificates (testcerts.WriteSet), made
+// now, outside $WORK and readable by all, keys too: the servers run as
+// another user when the tests run as root.
 func TestScripts(t *testing.T) {
 	bin := testservers.BuildPackage(t, testservers.Echo)
 	ts := testservers.Build(t)
@@ -41,6 +44,18 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			e.Setenv("MODROOT", root)
+			certs, err := os.MkdirTemp("", "steady-certs")
+			if err != nil {
+				return err
+			}
+			e.Defer(func() { os.RemoveAll(certs) })
+			if err := testcerts.WriteSet(certs); err != nil {
+				return err
+			}
+			if err := chmodAll(certs); err != nil {
+				return err
+			}
+			e.Setenv("CERTS", certs)
 			// Each script keeps its own run state: no other run's leftovers
 			// are swept (and reported on stderr) in the middle of it.
 			e.Setenv("COLDSTART_STATE_DIR", filepath.Join(e.WorkDir, ".coldstart-state"))
@@ -118,6 +133,23 @@ func TestRunEndToEnd(t *testing.T) {
 	if !equal(kinds, want) {
 		t.Errorf("results kinds %v, want %v", kinds, want)
 	}
+}
+
+// chmodAll makes dir and its files readable by every user.
+func chmodAll(dir string) error {
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Chmod(filepath.Join(dir, f.Name()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func equal(a, b []string) bool {

@@ -74,6 +74,15 @@ type runOptions struct {
 	Protoset    string
 	Protos      []string
 	ImportPaths []string
+	// TLS for the load: --tls, or a grpcs:// or https:// --target, with
+	// these files and names, as coldstart's probes take them; and how
+	// often each connection is dialled again.
+	TLS                bool
+	CACert             string
+	TLSServerName      string
+	InsecureSkipVerify bool
+	Cert, Key          string
+	ReconnectEvery     int
 
 	cfg steady.Config // filled by validate
 }
@@ -131,7 +140,16 @@ its types come from --protoset FILE, --proto FILE (-i DIRS for imports; compiled
 process) or the server's reflection service. Rows record the method and the metadata's
 keys (never values), and count failed calls by status code. --soak D --rate R loads one open-loop rate for D, one row per
 --soak-interval, and ends with the slope of RSS and p99 over time (95% interval) and a
-verdict: stable or drifting.`,
+verdict: stable or drifting.
+
+--tls (or a grpcs:// or https:// --target) loads over TLS, as coldstart run probes:
+gRPC over TLS with either client, HTTP/1.1 as https, and HTTP/2 negotiated by ALPN
+(--protocol h2; h2c stays clear text), verified against --cacert (or the system's roots),
+with a client certificate for mTLS (--cert, --key); the results file records the files'
+paths and fingerprints, never a key. A certificate that does not verify, a plaintext server
+with --tls or a TLS server without it is said before any load. Connections live for the
+whole step and never resume a session; --reconnect-every N closes and redials each one
+after N calls on it, and rows count the TLS handshakes per second (tls_handshakes_per_s).`,
 		Example: `  steady run --warmup 2000 --calls 20000
   steady run --protocol grpc,http1 --payload 8B,1KiB,64KiB --concurrency 1,32 --conns 1,8
   steady run --rate 2000 --duration 10s
@@ -142,7 +160,8 @@ verdict: stable or drifting.`,
   steady run --target 127.0.0.1:8080 --server-pid 4242 --scenario sequential,throughput
   steady run --target unix:///run/api.sock --protocol http1
   steady run --soak 10m --soak-interval 1m --rate 1000
-  steady run --target 127.0.0.1:8079 --call /fgrpc.PingServer/Ping -d '{"payload": "hi"}' -m authorization=Bearer-x`,
+  steady run --target 127.0.0.1:8079 --call /fgrpc.PingServer/Ping -d '{"payload": "hi"}' -m authorization=Bearer-x
+  steady run --target grpcs://127.0.0.1:8443 --cacert ca.pem --client lean --reconnect-every 1000`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
 			if err := o.validate(cmd); err != nil {
@@ -153,7 +172,7 @@ verdict: stable or drifting.`,
 	}
 	o.Common.Bind(cmd, "")
 	f := cmd.Flags()
-	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c")
+	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c (HTTP/2 in clear text), h2 (HTTP/2 over TLS, with --tls)")
 	f.StringVar(&o.Scenarios, "scenario", "", "scenarios, comma-separated: sequential, throughput, stream, open, ramp (\"\" = sequential,throughput; open with --rate; ramp with --ramp)")
 	f.StringVar(&o.Payloads, "payload", o.Payloads, "payload sizes, comma-separated, in B, KiB, MiB, kB or MB (e.g. 8B,1KiB,64KiB)")
 	f.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "calls in flight for throughput and stream, comma-separated")
@@ -194,6 +213,14 @@ verdict: stable or drifting.`,
 	f.StringVar(&o.Protoset, "protoset", "", "with --call: the method's types from this FileDescriptorSet (protoc --descriptor_set_out --include_imports) (\"\" = server reflection)")
 	f.StringArrayVar(&o.Protos, "proto", nil, "with --call: the method's types from this .proto file, compiled in process (repeatable; \"\" = server reflection)")
 	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
+	f.BoolVar(&o.TLS, "tls", false, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs:// and https:// targets imply it)")
+	f.StringVar(&o.CACert, "cacert", "", "with TLS: verify the server's certificate against the CAs in this PEM file (\"\" = the system's roots)")
+	f.StringVar(&o.TLSServerName, "tls-server-name", "", "with TLS: the name sent and verified (\"\" = the host dialled, or localhost for a Unix socket)")
+	f.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "with TLS: do not verify the server's certificate (recorded, and the figures labelled unverified)")
+	f.StringVar(&o.Cert, "cert", "", "with TLS: the client certificate, PEM, for servers that require one (mTLS; with --key)")
+	f.StringVar(&o.Key, "key", "", "with TLS: the client certificate's PEM private key (only its path is recorded)")
+	f.IntVar(&o.ReconnectEvery, "reconnect-every", 0, "close each connection and dial it again after this many calls on it, to measure connection (and TLS handshake) churn; rows count handshakes/s (0 = never)")
+	cmd.MarkFlagsMutuallyExclusive("cacert", "insecure-skip-verify")
 	cmd.MarkFlagsMutuallyExclusive("data", "data-file")
 	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
@@ -253,6 +280,17 @@ var configFlags = map[string]string{
 	"Soak":                    "--soak",
 	"SoakInterval":            "--soak-interval",
 	"WindowLimit":             "--window-limit",
+	"TLS":                     "--tls",
+	"TLS.Options.CAFile":      "--cacert",
+	"TLS.Options.ServerName":  "--tls-server-name",
+	"TLS.Options.CertFile":    "--cert",
+	"ReconnectEvery":          "--reconnect-every",
+}
+
+// tlsFlags are the flags prober.LoadTLS's inputs and prober's TLS checks
+// name (prober.OptionError), as coldstart's probeFlags.
+var tlsFlags = map[string]string{
+	"tls": "--tls", "cacert": "--cacert", "tls-server-name": "--tls-server-name", "cert": "--cert", "key": "--key",
 }
 
 // flagError is err as the user reads it: where steady says which setting
@@ -263,6 +301,12 @@ var configFlags = map[string]string{
 // words live once, in steady, whoever fills its Config.
 func flagError(err error) error {
 	err = cliopts.BudgetError(err)
+	var pe *prober.OptionError
+	if errors.As(err, &pe) {
+		if f, ok := tlsFlags[pe.Option]; ok {
+			err = cliopts.ReplaceMessage(err, pe, f+": "+pe.Err.Error())
+		}
+	}
 	var oe *steady.OptionError
 	if !errors.As(err, &oe) {
 		return err
@@ -286,7 +330,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return err
 	}
 	for _, step := range []func(*cobra.Command) error{
-		o.sweepConfig, o.loopConfig, o.targetConfig, o.soakConfig, o.callConfig,
+		o.sweepConfig, o.loopConfig, o.targetConfig, o.soakConfig, o.callConfig, o.tlsConfig,
 	} {
 		if err := step(cmd); err != nil {
 			return err
@@ -473,6 +517,39 @@ func (o *runOptions) onlyRamp() bool {
 	return true
 }
 
+// tlsConfig loads the TLS flags' files into cfg.TLS when --tls is given
+// or the --target names TLS (grpcs://, https://); the other TLS flags
+// alone are an error. It sets cfg.ReconnectEvery too.
+func (o *runOptions) tlsConfig(*cobra.Command) error {
+	if o.ReconnectEvery < 0 {
+		return fmt.Errorf("--reconnect-every: %d, want 0 (never) or more calls", o.ReconnectEvery)
+	}
+	o.cfg.ReconnectEvery = o.ReconnectEvery
+	if !o.TLS && !steady.TargetTLS(o.Target) {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--cacert", o.CACert != ""}, {"--tls-server-name", o.TLSServerName != ""}, {"--insecure-skip-verify", o.InsecureSkipVerify}, {"--cert", o.Cert != ""}, {"--key", o.Key != ""}} {
+			if f.set {
+				return fmt.Errorf("%s: only with TLS (--tls, or a grpcs:// or https:// --target)", f.name)
+			}
+		}
+		return nil
+	}
+	if o.On == "knative" {
+		return errors.New("--tls: --on knative loads each Service through the cluster's ingress in clear text (h2c); TLS is for local servers and --target")
+	}
+	tl, err := prober.LoadTLS(prober.TLSOptions{
+		CAFile: o.CACert, ServerName: o.TLSServerName, InsecureSkipVerify: o.InsecureSkipVerify,
+		CertFile: o.Cert, KeyFile: o.Key,
+	})
+	if err != nil {
+		return err // a prober.OptionError: flagError names the flag
+	}
+	o.cfg.TLS = tl
+	return nil
+}
+
 // callConfig fills cfg.Call from --call and the flags that go with it.
 func (o *runOptions) callConfig(cmd *cobra.Command) error {
 	if o.Call == "" {
@@ -523,6 +600,9 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := addTLS(rf, cfg.TLS); err != nil {
+		return err
+	}
 	var built campaign.Built
 	defer func() { built.Close() }()
 	if cfg.Target == nil {
@@ -570,6 +650,19 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 		show = func(w io.Writer) error { return writeStepText(w, rows, base) }
 	}
 	return rf.End(w, show, err, built)
+}
+
+// addTLS records how the load speaks TLS (paths and fingerprints, never a
+// key), as coldstart run records its probes', and says when certificates
+// go unverified.
+func addTLS(rf *cliopts.Results, tl *prober.TLS) error {
+	if tl == nil {
+		return nil
+	}
+	if tl.Unverified() {
+		rf.Notef("--insecure-skip-verify: the server's certificate is not verified; the rows are of unverified TLS")
+	}
+	return rf.Add(record.TLSClientKind, tl.Record)
 }
 
 // cfgArms names the arms cfg measures, in order: its --target's, else

@@ -21,6 +21,7 @@ import (
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/grpcschema"
+	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
 )
@@ -312,11 +313,69 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--call", "/a.B/C", "--protoset", "/nonexistent.protoset"}, "--protoset: read protoset /nonexistent.protoset"},
 		{[]string{"--call", "/a.B/C", "--protocol", "http1"}, "--call: a gRPC method, called over grpc only; protocol http1 loads the HTTP path instead"},
 		{[]string{"--call", "/a.B/C", "--scenario", "stream"}, "--scenario: stream is coldstart's EchoStream ping-pong"},
+		{[]string{"--cacert", "ca.crt"}, "--cacert: only with TLS (--tls, or a grpcs:// or https:// --target)"},
+		{[]string{"--target", "127.0.0.1:80", "--key", "c.key"}, "--key: only with TLS"},
+		{[]string{"--tls", "--cert", "c.crt"}, "--key: none given for the client certificate c.crt"},
+		{[]string{"--tls", "--cacert", "/nonexistent/ca.crt"}, "--cacert: open /nonexistent/ca.crt"},
+		{[]string{"--tls", "--cacert", "ca.crt", "--insecure-skip-verify"}, "[cacert insecure-skip-verify] were all set"},
+		{[]string{"--tls", "--on", "knative"}, "--tls: --on knative loads each Service"},
+		{[]string{"--target", "grpcs://127.0.0.1:443", "--protocol", "h2c"}, "--protocol: h2c is HTTP/2 in clear text"},
+		{[]string{"--protocol", "h2"}, "--protocol: h2 is HTTP/2 over TLS, negotiated by ALPN; in clear text load h2c, or turn TLS on (--tls)"},
+		{[]string{"--reconnect-every", "-2"}, "--reconnect-every: -2, want 0 (never) or more calls"},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parse(%q) = %v, want an error containing %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestParseTLS: --tls, or a grpcs:// or https:// --target, loads the TLS
+// files into the config (the record has their paths and fingerprints);
+// without either the load is plaintext.
+func TestParseTLS(t *testing.T) {
+	dir := t.TempDir()
+	if err := testcerts.WriteSet(dir); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(dir, "ca.crt")
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		tls    bool
+		target string
+	}{
+		{"plaintext", []string{"--target", "127.0.0.1:8443"}, false, "127.0.0.1:8443"},
+		{"--tls", []string{"--tls", "--cacert", ca, "--reconnect-every", "100"}, true, ""},
+		{"grpcs target", []string{"--target", "grpcs://127.0.0.1:8443", "--cacert", ca}, true, "127.0.0.1:8443"},
+		{"https target", []string{"--target", "https://localhost:8443/", "--protocol", "http1,h2", "--cacert", ca}, true, "localhost:8443"},
+		{"mTLS", []string{"--tls", "--cacert", ca, "--cert", filepath.Join(dir, "client.crt"), "--key", filepath.Join(dir, "client.key")}, true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parse(t, tt.args...)
+			if err != nil {
+				t.Fatalf("parse(%q) = %v", tt.args, err)
+			}
+			if got := o.cfg.TLS != nil; got != tt.tls {
+				t.Fatalf("parse(%q): TLS %v, want %v", tt.args, got, tt.tls)
+			}
+			if tt.target != "" && (o.cfg.Target == nil || o.cfg.Target.Addr.Address != tt.target) {
+				t.Errorf("parse(%q): target %+v, want %s", tt.args, o.cfg.Target, tt.target)
+			}
+			if !tt.tls {
+				return
+			}
+			r := o.cfg.TLS.Record
+			if r.CAFile != ca || len(r.CASHA256) != 1 || r.InsecureSkipVerify {
+				t.Errorf("parse(%q): TLS record %+v, want the CA file and its fingerprint", tt.args, r)
+			}
+			if r.CertFile != "" && (r.CertSHA256 == "" || r.KeyFile == "") {
+				t.Errorf("parse(%q): TLS record %+v, want the client certificate's fingerprint and the key's path", tt.args, r)
+			}
+		})
+	}
+	if o, err := parse(t, "--reconnect-every", "50"); err != nil || o.cfg.ReconnectEvery != 50 || o.cfg.TLS != nil {
+		t.Errorf("parse(--reconnect-every 50) = %v, reconnect every %d, TLS %v: want 50 over plaintext", err, o.cfg.ReconnectEvery, o.cfg.TLS)
 	}
 }
 

@@ -53,8 +53,8 @@ func writeStepText(w io.Writer, rows []steady.Row, base string) error {
 	return nil
 }
 
-// stepHeader states what every row shares: the rounds, the client, the
-// budget when there is one, the baseline.
+// stepHeader states what every row shares: the rounds, the client, TLS
+// and reconnection when on, the budget when there is one, the baseline.
 func stepHeader(rows []steady.Row, base string) string {
 	var parts []string
 	if rs := cliopts.OrderedBy(rows, func(r steady.Row) string { return fmt.Sprint(r.Rounds) }); len(rs) == 1 {
@@ -65,6 +65,9 @@ func stepHeader(rows []steady.Row, base string) string {
 	parts = append(parts, "medians over the rounds")
 	if cs := cliopts.OrderedBy(rows, func(r steady.Row) string { return string(r.Client) }); len(cs) == 1 && cs[0] != "" {
 		parts = append(parts, "client "+cs[0])
+	}
+	if ts := cliopts.OrderedBy(rows, func(r steady.Row) string { return fmt.Sprint(r.TLS) }); len(ts) == 1 && rows[0].TLS {
+		parts = append(parts, "over TLS, hs/s its handshakes per second")
 	}
 	if bs := cliopts.OrderedBy(rows, func(r steady.Row) string { return r.Budget }); len(bs) == 1 {
 		parts = append(parts, "budget "+bs[0])
@@ -81,22 +84,30 @@ func stepKey(r steady.Row) string {
 }
 
 // stepTitle names a step as the progress lines do: "grpc throughput 8B
-// c=32 conns=1 depth=32", with the rate of an open-loop step.
+// c=32 conns=1 depth=32", with the rate of an open-loop step and how often
+// connections are dialled again.
 func stepTitle(r steady.Row) string {
 	s := fmt.Sprintf("%s %s %dB c=%d conns=%d depth=%d", r.Protocol, r.Scenario, r.PayloadBytes, r.Concurrency, r.Conns, r.Depth)
 	if r.RateReq > 0 {
 		s += fmt.Sprintf(" rate=%.0f/s", r.RateReq)
 	}
+	if r.ReconnectEvery > 0 {
+		s += fmt.Sprintf(" reconnect every %d calls", r.ReconnectEvery)
+	}
 	return s
 }
 
 func stepTable(w io.Writer, step []steady.Row, base string) error {
-	errs := false
+	errs, tls := false, false
 	for _, r := range step {
 		errs = errs || r.Errors > 0
+		tls = tls || r.TLS
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	head := []string{"arm", "calls/s", "calls/s " + cliopts.VsHeader(base), "p50 µs", "p99 µs", "CPU/call", "PSS"}
+	if tls {
+		head = append(head, "hs/s")
+	}
 	if errs {
 		head = append(head, "errors")
 	}
@@ -104,6 +115,9 @@ func stepTable(w io.Writer, step []steady.Row, base string) error {
 	for _, r := range step {
 		cells := []string{r.Arm, fmt.Sprintf("%.0f", r.CallsPerS), callsVs(r, base), fmt.Sprintf("%.0f", r.P50Us), fmt.Sprintf("%.0f", r.P99Us),
 			usCell(r.ServerCPUUsPerCall), mibCell(r.PSSBytes)}
+		if tls {
+			cells = append(cells, rateCell(r.TLSHandshakesPerS))
+		}
 		if errs {
 			cells = append(cells, fmt.Sprintf("%d (%.2g%%)", r.Errors, 100*r.ErrorRate))
 		}
@@ -154,6 +168,17 @@ func stepVerdicts(step []steady.Row, base string) string {
 		parts = append(parts, s+" against "+against)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// rateCell is a per-second figure, to a tenth below 10.
+func rateCell(v *float64) string {
+	switch {
+	case v == nil:
+		return "–"
+	case *v < 10:
+		return fmt.Sprintf("%.1f", *v)
+	}
+	return fmt.Sprintf("%.0f", *v)
 }
 
 func usCell(v *float64) string {
