@@ -342,7 +342,11 @@ func newH2C(ctx context.Context, t prober.Target, path string, conns int, payloa
 			if err != nil {
 				return nil, err
 			}
-			return tlsHandshake(ctx, raw, cfg, t, "h2", hs)
+			c, err := tlsHandshake(ctx, raw, cfg, t, "h2", hs)
+			if err != nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return c, nil
 		}}
 	}
 	h.url = scheme + "://" + t.Address + path

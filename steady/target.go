@@ -202,14 +202,15 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 	// a TLS setting that cannot work (a certificate that does not verify,
 	// a plaintext server, a client certificate demanded), or a TLS server
 	// loaded in plaintext, is said now rather than counted as every
-	// call's error.
-	grpcLoad := cfg.Call != nil || known(cfg.Protocols, GRPC)
-	if grpcLoad {
+	// call's error. An ingress that routes on the authority (a Knative
+	// Service's, always in clear text) is left to the load.
+	checkGRPC := (cfg.Call != nil || known(cfg.Protocols, GRPC)) && t.Authority == ""
+	if checkGRPC {
 		if err := checkOnce(ctx, readyChecker(cfg, true), t.Addr); err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.Addr, err)
 		}
 	}
-	if usesHTTP(cfg.Protocols) && (!grpcLoad || t.HTTPAddr != t.Addr) {
+	if usesHTTP(cfg.Protocols) && t.Authority == "" && (!checkGRPC || t.HTTPAddr != t.Addr) {
 		if err := checkOnce(ctx, readyChecker(cfg, false), t.HTTPAddr); err != nil {
 			return nil, fmt.Errorf("target %s: %w", t.HTTPAddr, err)
 		}
