@@ -640,7 +640,7 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 			"medians had intervals within the precision shown (after at least 6 rounds), or the cap came first (\"cap\"), " +
 			"or the run was interrupted (the rounds finished are kept).\n\n")
 	}
-	m.p("%s Open-loop latency counts from each call's intended send time.\n\n", provenanceLine(c))
+	m.p("%s Open-loop latency counts from each call's intended send time.%s\n\n", provenanceLine(c), tlsNote(c))
 
 	ps := pairsAll(c)
 	if len(ps) == 0 {
@@ -839,17 +839,19 @@ func mibOrDashP(b *int64) string {
 func zeroF(v *float64) bool { return v == nil || *v <= 0 }
 func zeroI(v *int64) bool   { return v == nil || *v <= 0 }
 
-// noiseNote says what else the machine did during the campaign's rounds,
-// from its noise records ("" without any).
-// tlsNote says how the probes spoke TLS, and flags certificates that
-// were not verified.
+// tlsNote says how the probes (or, for steady, the load) spoke TLS, and
+// flags certificates that were not verified.
 func tlsNote(c *Campaign) string {
 	if len(c.TLS) == 0 {
 		return ""
 	}
 	t := c.TLS[0]
 	var b strings.Builder
-	b.WriteString(" Probes over TLS, each a new client with no session to resume (the tls_handshake phase: its first handshake done)")
+	if len(c.Steady) > 0 {
+		b.WriteString(" Load over TLS, each connection a full handshake with no session resumed")
+	} else {
+		b.WriteString(" Probes over TLS, each a new client with no session to resume (the tls_handshake phase: its first handshake done)")
+	}
 	switch {
 	case t.InsecureSkipVerify:
 		b.WriteString("; **the server's certificate was NOT verified** (--insecure-skip-verify): these figures are of an unverified handshake")
@@ -867,6 +869,8 @@ func tlsNote(c *Campaign) string {
 	return b.String() + "."
 }
 
+// noiseNote says what else the machine did during the campaign's rounds,
+// from its noise records ("" without any).
 func noiseNote(c *Campaign) string {
 	if len(c.Noise) == 0 {
 		return ""

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
-	"github.com/coldstart-go/coldstart/campaign"
 	"image/png"
 	"io"
 	"os"
@@ -18,7 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -735,5 +736,28 @@ func TestTLSNote(t *testing.T) {
 		if !strings.Contains(b.String(), "Probes over TLS, each a new client") || !strings.Contains(b.String(), tt.want) {
 			t.Errorf("Markdown lacks the TLS note %q:\n%s", tt.want, b.String())
 		}
+	}
+}
+
+// TestTLSNoteSteady: steady load over TLS is said beside the steady
+// table, an unverified certificate flagged there too.
+func TestTLSNoteSteady(t *testing.T) {
+	row, err := json.Marshal(record.SteadyRow{Arm: "default", Budget: "max", Protocol: "grpc", Scenario: "sequential", Concurrency: 1, Calls: 100, CallsPerS: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := `{"kind":"provenance","schema":"coldstart/v1","tool":"steady","started_at":"2026-11-30T03:00:00Z"}
+{"kind":"tls_client","insecure_skip_verify":true}
+{"kind":"step",` + string(row[1:]) + "\n"
+	c, ws, err := Read("x.jsonl", strings.NewReader(in))
+	if err != nil || len(ws) != 0 || len(c.Steady) != 1 {
+		t.Fatalf("Read() = %v, warnings %v, %d steady rows", err, ws, len(c.Steady))
+	}
+	var b strings.Builder
+	if err := (&Report{Campaigns: []*Campaign{c}}).Markdown(&b, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Load over TLS, each connection a full handshake") || !strings.Contains(b.String(), "NOT verified") {
+		t.Errorf("Markdown lacks the steady TLS note:\n%s", b.String())
 	}
 }
