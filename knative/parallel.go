@@ -24,9 +24,10 @@ import (
 // each N of Sizes: every Service proven at zero first (AtZero on synced
 // informers, recorded per Service at t0), then one t0 for all, each
 // probed from a goroutine of its own on a fresh channel per attempt, each
-// with its own phases. Each N has copies of its own (ParallelCopies), so
-// that while one N is measured the others' scale down: the rounds
-// interleave the sizes and the arms as ColdStart interleaves arms.
+// with its own phases. Each burst waits until every Service of the
+// campaign is at zero, so that no pod of the burst before shares the
+// node with it. Each N has copies of its own (ParallelCopies), and the
+// rounds interleave the sizes and the arms as ColdStart interleaves arms.
 type Parallel struct {
 	// ColdStart gives the cluster, the arms, where probes go and how;
 	// its Levers are not used.
@@ -117,6 +118,12 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 			}
 		}
 	}
+	var all []*armRun
+	for _, sets := range runs {
+		for _, set := range sets {
+			all = append(all, set...)
+		}
+	}
 	prog := progress.For(p.Progress)
 	prog.Start((1+p.Runs)*len(p.Sizes)*len(p.Arms), "bursts")
 	defer prog.Done()
@@ -126,7 +133,7 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 		for i, n := range p.Sizes {
 			for ai := range p.Arms {
 				arm := p.Arms[(ai+run+i)%len(p.Arms)]
-				res, err := p.burstOnce(ctx, arm, n, run, runs[arm][i], onRecord)
+				res, err := p.burstOnce(ctx, arm, n, run, runs[arm][i], all, onRecord)
 				out = append(out, res)
 				if rerr := onRecord(record.BurstKind, res); rerr != nil && err == nil {
 					err = fmt.Errorf("record burst: %w", rerr)
@@ -148,11 +155,13 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 	return out, nil
 }
 
-// burstOnce waits until every Service of set is at zero, takes one t0,
-// and probes them all at once.
-func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set []*armRun, onRecord func(string, any) error) (record.Burst, error) {
+// burstOnce waits until every Service of the campaign (all) is at zero,
+// takes one t0, and probes set's all at once. Waiting for all, not only
+// set's, keeps the pods of the burst before, still terminating, off the
+// node while this one starts: the N measured is the N on the node.
+func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, all []*armRun, onRecord func(string, any) error) (record.Burst, error) {
 	res := record.Burst{Arm: arm, Budget: Budget, N: n, Run: run, Warmup: run == 0}
-	for _, a := range set {
+	for _, a := range all {
 		zctx, cancel := context.WithTimeout(ctx, a.o.ZeroTimeout)
 		err := a.obs.waitZero(zctx, func(why string) {
 			logf(p.Progress, "%s run %d: waiting for zero: %s", a.o.Service, run, why)
