@@ -79,7 +79,12 @@ func (r *Report) knativeParallelSLA(m *mdw, c *Campaign) {
 			phases[k][n] = append(phases[k][n], v)
 		}
 	}
-	armAt := map[string]int{} // arms in the order first met, then by N
+	armAt := map[string]int{} // arms in the campaign's order, then by N
+	for _, s := range c.BurstSummaries {
+		if _, ok := armAt[s.Arm]; !ok {
+			armAt[s.Arm] = len(armAt)
+		}
+	}
 	for _, k := range order {
 		if _, ok := armAt[k.arm]; !ok {
 			armAt[k.arm] = len(armAt)
