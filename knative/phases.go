@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // Phases of a Knative cold start read from watch events, in the order they
@@ -42,10 +43,20 @@ type phaseTracker struct {
 	container string             // server container ("" = any but queue-proxy)
 	known     map[types.UID]bool // pods that existed at t0: not this cold start's
 	seen      map[string]time.Time
+	// pods are this cold start's pods, each when first seen and when
+	// first seen Ready.
+	pods map[types.UID]*podSeen
+}
+
+// podSeen is one pod as the watch showed it.
+type podSeen struct {
+	name           string
+	created, ready time.Time
 }
 
 func newPhaseTracker(t0 time.Time, container string) *phaseTracker {
-	return &phaseTracker{t0: t0, container: container, known: map[types.UID]bool{}, seen: map[string]time.Time{}}
+	return &phaseTracker{t0: t0, container: container, known: map[types.UID]bool{}, seen: map[string]time.Time{},
+		pods: map[types.UID]*podSeen{}}
 }
 
 func (t *phaseTracker) mark(name string, at time.Time) {
@@ -71,6 +82,11 @@ func (t *phaseTracker) observe(at time.Time, obj any) {
 			return
 		}
 		t.mark(PhasePodCreated, at)
+		ps := t.pods[o.UID]
+		if ps == nil {
+			ps = &podSeen{name: o.Name, created: at}
+			t.pods[o.UID] = ps
+		}
 		for _, c := range o.Status.Conditions {
 			if c.Status != corev1.ConditionTrue {
 				continue
@@ -80,6 +96,9 @@ func (t *phaseTracker) observe(at time.Time, obj any) {
 				t.mark(PhasePodScheduled, at)
 			case corev1.PodReady:
 				t.mark(PhasePodReady, at)
+				if ps.ready.IsZero() {
+					ps.ready = at
+				}
 			case corev1.PodReadyToStartContainers:
 				t.mark(PhaseSandboxReady, at)
 			}
@@ -116,6 +135,28 @@ func (t *phaseTracker) phases() []prober.Phase {
 			return out[i].Ms < out[j].Ms
 		}
 		return order[out[i].Name] < order[out[j].Name]
+	})
+	return out
+}
+
+// podTimes are this cold start's pods in the order they appeared, each
+// when first seen and when first seen Ready, ms from t0 (ReadyMs nil for
+// one never seen Ready).
+func (t *phaseTracker) podTimes() []record.PodTime {
+	out := make([]record.PodTime, 0, len(t.pods))
+	for _, p := range t.pods {
+		pt := record.PodTime{Pod: p.name, CreatedMs: ms(p.created.Sub(t.t0))}
+		if !p.ready.IsZero() {
+			r := ms(p.ready.Sub(t.t0))
+			pt.ReadyMs = &r
+		}
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedMs != out[j].CreatedMs {
+			return out[i].CreatedMs < out[j].CreatedMs
+		}
+		return out[i].Pod < out[j].Pod
 	})
 	return out
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 func deployment(name string, spec *int32, gen, observed int64, st appsv1.DeploymentStatus) *appsv1.Deployment {
@@ -156,6 +157,17 @@ func TestPhaseTracker(t *testing.T) {
 	}
 	if d := cmp.Diff(want, tr.phases()); d != "" {
 		t.Errorf("phases (-want +got):\n%s", d)
+	}
+	// A second pod of the same scale-up, never Ready: each pod when
+	// first seen and when first seen Ready, the pod that existed at t0
+	// not among them.
+	second := podAt("second", true, false, false)
+	second.Name = "pod-b"
+	tr.observe(at(480), second)
+	ready := 455.0
+	wantPods := []record.PodTime{{Pod: "coldstart-default-00001-deployment-abc", CreatedMs: 52, ReadyMs: &ready}, {Pod: "pod-b", CreatedMs: 480}}
+	if d := cmp.Diff(wantPods, tr.podTimes()); d != "" {
+		t.Errorf("pods (-want +got):\n%s", d)
 	}
 
 	// Named container: queue-proxy running is not the server running.

@@ -90,6 +90,10 @@ type Burst struct {
 	// attempt: the single start's gap times N, so that N probers together
 	// poll as often as one.
 	ProbeGapMs float64 `json:"probe_gap_ms"`
+	// Pods, for a burst of requests at one Knative Service (run --on
+	// knative --burst-requests), are the pods the autoscaler made for
+	// it, each when first seen and when Ready, from t0.
+	Pods []PodTime `json:"pods,omitempty" render:"-"`
 	// Failed counts the instances that did not become ready; Error is
 	// the first one's error.
 	Failed int    `json:"failed,omitempty"`
@@ -324,4 +328,13 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return stats.MedianCI(xs, stats.DefaultConfidence).Value
+}
+
+// PodTime is one pod of a Knative scale-up: when the watch first showed
+// it and when it first showed it Ready, ms from t0 (ReadyMs nil: never
+// seen Ready).
+type PodTime struct {
+	Pod       string   `json:"pod"`
+	CreatedMs float64  `json:"created_ms"`
+	ReadyMs   *float64 `json:"ready_ms"`
 }
