@@ -51,6 +51,9 @@ type runOptions struct {
 	// Parallel is --parallel, the Ns of Services scaled from zero at
 	// once (--on knative).
 	Parallel string
+	// BurstRequests is --burst-requests: requests at once at each arm's
+	// Service at zero (--on knative).
+	BurstRequests int
 	// Burst (--burst) is the list of burst sizes; BurstGiven says the
 	// flag was given (burst.go).
 	Burst      string
@@ -103,6 +106,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
 	f.StringArrayVar(&o.Levers, "lever", nil, "--on knative: also measure each arm's variant under this platform lever, the Service coldstart deploy --lever made, in the same rounds, compared against the arm (repeat): "+strings.Join(knative.LeverNames(), ", "))
 	f.StringVar(&o.Parallel, "parallel", "", "--on knative: for each N in this list (e.g. 1,5,25), scale N Services of each arm from zero at once, each proven at zero, probed together from one t0 (the copies coldstart deploy --parallel with the same list made); N=1 is always measured")
+	f.IntVar(&o.BurstRequests, "burst-requests", 0, "--on knative: send this many requests at once at each arm's Service while it is at zero, and record the pods the autoscaler made for them and when each request was answered (deploy --container-concurrency C caps each pod's share)")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
 	f.BoolVar(&o.Wide, "wide", false, "print every summary column in the table (phases, cgroup, prober and launcher figures), as -o csv has them")
 	f.BoolVar(&o.Phases, "phases", false, "also print each phase's median (process_started, accepting, first_rpc, ...); -v does too")
@@ -161,6 +165,16 @@ func (o *runOptions) validate() error {
 	}
 	if _, err := knative.ParseLevers(o.Levers); err != nil {
 		return fmt.Errorf("--lever: %w", err)
+	}
+	if o.BurstRequests != 0 {
+		switch {
+		case o.BurstRequests < 1:
+			return fmt.Errorf("--burst-requests: %d, want at least 1 request", o.BurstRequests)
+		case !o.Knative():
+			return fmt.Errorf("--burst-requests: only with --on knative (locally, --burst starts N instances at once)")
+		case o.Parallel != "" || len(o.Levers) > 0:
+			return fmt.Errorf("--burst-requests: not with --parallel or --lever")
+		}
 	}
 	if o.Parallel != "" {
 		if _, err := campaign.BurstSizes(o.Parallel); err != nil {

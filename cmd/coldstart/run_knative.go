@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,6 +55,9 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	}
 	if o.Parallel != "" {
 		return runKnativeParallel(ctx, o, cs, w)
+	}
+	if o.BurstRequests > 0 {
+		return runKnativeRequests(ctx, o, cs, w)
 	}
 	rf, err := o.CreateResults("coldstart-knative", cs.Notes(ctx))
 	if err != nil {
@@ -178,4 +182,64 @@ func parallelCopiesText(sizes []int) string {
 		parts = append(parts, fmt.Sprintf("N=%d: %s", sizes[i], r))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// runKnativeRequests sends --burst-requests requests at once at each
+// arm's Service at zero (knative.RequestBurst): the burst rows carry the
+// pods the autoscaler made and when each request was answered.
+func runKnativeRequests(ctx context.Context, o *runOptions, cs knative.ColdStart, w io.Writer) error {
+	notes := cs.Notes(ctx)
+	notes["burst_requests"] = fmt.Sprintf("%d requests at once at each arm's Service at zero, each one attempt on a fresh channel held by the activator until a pod takes it; N is the requests", o.BurstRequests)
+	for _, arm := range cs.Arms {
+		cc, err := knative.ContainerConcurrency(ctx, cs.Clients, cs.Namespace, cs.NamePrefix+arm)
+		if err != nil {
+			return err
+		}
+		notes["container_concurrency_"+arm] = fmt.Sprint(cc)
+	}
+	rf, err := o.CreateResults("coldstart-knative", notes)
+	if err != nil {
+		return err
+	}
+	b := knative.RequestBurst{ColdStart: cs, Requests: o.BurstRequests}
+	b.Noise = func(scope string, w noise.Window) error {
+		return rf.Add("noise", campaign.Noise{Scope: scope, Window: w})
+	}
+	bursts, err := b.Run(ctx, func(kind string, v any) error { return rf.Add(kind, v) })
+	if err != nil {
+		err = fmt.Errorf("on knative, --burst-requests: %w", err)
+	}
+	sums := record.SummarizeBursts(bursts, nil, o.Baseline, o.Confidence, stats.DefaultMinEffect)
+	if aerr := cliopts.AddAll(rf, record.BurstSummaryKind, sums); aerr != nil && err == nil {
+		err = aerr
+	}
+	show := cliopts.Rows(o.Output, sums)
+	if o.Output == render.Table && !o.Wide {
+		show = func(w io.Writer) error { return writeRequestBursts(w, bursts) }
+	}
+	return rf.End(w, show, err, campaign.Built{})
+}
+
+// writeRequestBursts is one line per counted burst of requests: the pods
+// made and when each was Ready, and the answers' p50, p95 and last.
+func writeRequestBursts(w io.Writer, bursts []record.Burst) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "arm\trun\trequests\tpods\tfirst pod ready\tlast pod ready\tp50 ms\tp95 ms\tlast ms")
+	for _, b := range bursts {
+		if b.Warmup {
+			continue
+		}
+		first, last := "–", "–"
+		var ready []float64
+		for _, p := range b.Pods {
+			if p.ReadyMs != nil {
+				ready = append(ready, *p.ReadyMs)
+			}
+		}
+		if len(ready) > 0 {
+			first, last = num(slices.Min(ready)), num(slices.Max(ready))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Arm, b.Run, b.N, len(b.Pods), first, last, num(b.P50Ms), num(b.P95Ms), num(b.MaxMs))
+	}
+	return tw.Flush()
 }
