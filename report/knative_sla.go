@@ -40,6 +40,10 @@ func (r *Report) knativeParallelSLA(m *mdw, c *Campaign) {
 	if !c.Knative() || len(c.Bursts) == 0 {
 		return
 	}
+	if c.Provenance.Notes["burst_requests"] != "" {
+		requestBursts(m, c)
+		return
+	}
 	type key struct {
 		arm string
 		n   int
@@ -158,4 +162,35 @@ func limitText(msv float64) string {
 		return fmt.Sprintf("%g s", msv/1000)
 	}
 	return fmt.Sprintf("%g ms", msv)
+}
+
+// requestBursts writes a --burst-requests campaign's counted bursts: per
+// burst, the pods the autoscaler made for R requests at one Service at
+// zero, when the first and the last were Ready, and when the requests
+// were answered.
+func requestBursts(m *mdw, c *Campaign) {
+	var rows [][]string
+	for _, b := range c.Bursts {
+		if b.Warmup {
+			continue
+		}
+		var ready []float64
+		for _, p := range b.Pods {
+			if p.ReadyMs != nil {
+				ready = append(ready, *p.ReadyMs)
+			}
+		}
+		first, last := "–", "–"
+		if len(ready) > 0 {
+			first, last = ms(slices.Min(ready)), ms(slices.Max(ready))
+		}
+		cc := c.Provenance.Notes["container_concurrency_"+b.Arm]
+		rows = append(rows, []string{b.Arm, cc, strconv.Itoa(b.Run), strconv.Itoa(b.N), strconv.Itoa(len(b.Pods)), first, last, ms(b.P50Ms), ms(b.P95Ms), ms(b.MaxMs)})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	m.p("**One Service under a burst of requests** (`%s`)\n\n", c.Label)
+	m.table([]string{"arm", "containerConcurrency", "round", "requests", "pods made", "first pod Ready, ms", "last pod Ready, ms", "answers p50 ms", "p95 ms", "last ms"}, rows)
+	m.p("All requests were sent at once at the arm's Service at zero (t0), each one attempt held by the activator until a pod took it; pods are those the watch showed after t0, each Ready when first seen so.\n\n")
 }

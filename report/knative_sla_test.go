@@ -71,3 +71,32 @@ func TestKnativeParallelSLA(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestBursts: a --burst-requests campaign lists, per counted
+// burst, the pods made and when the first and last were Ready, not the
+// SLAs of N Services.
+func TestRequestBursts(t *testing.T) {
+	r1, r2 := 700.0, 1900.0
+	lines := []string{
+		`{"kind":"provenance","schema":"coldstart/v1","tool":"coldstart","notes":{"cluster_nodes":"1","burst_requests":"20 requests at once","container_concurrency_static":"1"}}`,
+	}
+	for _, b := range []record.Burst{
+		{Arm: "static", Budget: "knative", N: 20, Run: 0, Warmup: true, Pods: []record.PodTime{{Pod: "w", CreatedMs: 10}}},
+		{Arm: "static", Budget: "knative", N: 20, Run: 1, P50Ms: 800, P95Ms: 1950, MaxMs: 2000, AllReadyMs: 2000,
+			Pods: []record.PodTime{{Pod: "a", CreatedMs: 50, ReadyMs: &r1}, {Pod: "b", CreatedMs: 900, ReadyMs: &r2}, {Pod: "c", CreatedMs: 950}}},
+	} {
+		raw, _ := json.Marshal(b)
+		lines = append(lines, `{"kind":"burst",`+string(raw[1:]))
+	}
+	path := filepath.Join(t.TempDir(), "20261202-140000_coldstart-knative.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := load(t, path)
+	var out bytes.Buffer
+	r.knativeParallelSLA(&mdw{w: &out}, r.Campaigns[0])
+	got := out.String()
+	if !strings.Contains(got, "| static | 1 | 1 | 20 | 3 | 700 | 1900 | 800 | 1950 | 2000 |") || strings.Contains(got, "SLA") || strings.Contains(got, "| 0 | 20 |") {
+		t.Errorf("request bursts table:\n%s", got)
+	}
+}
