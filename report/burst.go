@@ -58,7 +58,7 @@ func (r *Report) burstSection(m *mdw, plots func(*Campaign, string)) {
 		"CPU and peak are the whole group's. **Knee**: the smallest N whose p50 is more than %g× N=1's with significance "+
 		"(the lower bound of that ratio's %.0f%% interval above %g).", record.KneeFactor, 100*r.confidence(), record.KneeFactor)
 	if r.has(func(c *Campaign) bool { return c.Knative() && len(c.Bursts) > 0 }) {
-		m.p(" On Knative (`run --on knative --parallel`, budget knative), N is Services of one arm scaled from zero at once, "+
+		m.p(" On Knative (`run --on knative --parallel`, budget knative), N is Services of one arm scaled from zero at once, " +
 			"each from one t0 to its first ready RPC through the activator; the pods' CPU and memory are not coldstart's to read there.")
 	}
 	m.p("\n\n")
