@@ -10,6 +10,8 @@
 #                                              # each arm beside its platform-lever variants
 #   PARALLEL=1,5,25 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # N Services per arm from zero at once
+#   BURST_REQUESTS=20 CC=1 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
+#                                              # 20 requests at once at each arm at zero
 #
 # 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
 #    Knative Serving v0.42.2 from the Go module proxy (first time ~30 min on
@@ -136,6 +138,14 @@ if [ -n "${PARALLEL:-}" ]; then
 	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --parallel "$PARALLEL" --wait-timeout 10m
 	log "measuring: $RUNS rounds of N Services at once, N in $PARALLEL"
 	"${knrun[@]}" --parallel "$PARALLEL"
+fi
+# BURST_REQUESTS: R requests at once at each arm's Service at zero, the
+# Services redeployed with containerConcurrency CC (default 1).
+if [ -n "${BURST_REQUESTS:-}" ]; then
+	log "redeploying ${ARMS} with containerConcurrency ${CC:-1}"
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --container-concurrency "${CC:-1}" --wait-timeout 5m
+	log "measuring: $RUNS rounds of $BURST_REQUESTS requests at once per arm"
+	"${knrun[@]}" --burst-requests "$BURST_REQUESTS"
 fi
 [ "${MAIN:-1}" != 0 ] || { log "MAIN=0: no plain run"; exit 0; }
 log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"
