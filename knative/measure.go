@@ -198,7 +198,8 @@ func ScaleFromZero(ctx context.Context, c Clients, o MeasureOptions, record func
 }
 
 // ScaleFromZeroInterleaved is ScaleFromZero for several Services, arms
-// interleaved: round r makes run r of each Service in the order given, so
+// interleaved: round r makes run r of each Service, in the order given
+// rotated by r (round 1 starts with the second), so
 // that each Service scales down to zero while the others are measured (a
 // revision takes its stable window, the scale-to-zero grace period and its
 // pod's drain, ~45 s with Knative's defaults, to reach zero), and a drift
@@ -227,8 +228,11 @@ func ScaleFromZeroInterleaved(ctx context.Context, c Clients, opts []MeasureOpti
 	}
 	for run := first; run <= opts[0].Runs; run++ {
 		snap, nerr := noise.Host.Take()
-		for _, a := range arms {
-			if err := a.measure(ctx, run, record); err != nil {
+		for i := range arms {
+			// Each round starts one arm later, so no arm is always first:
+			// the first start of a round found the activator and the
+			// autoscaler idle longest.
+			if err := arms[(i+run)%len(arms)].measure(ctx, run, record); err != nil {
 				return err
 			}
 		}

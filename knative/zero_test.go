@@ -19,6 +19,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/serving/pkg/apis/serving"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
@@ -464,5 +465,41 @@ func TestScaleFromZeroViaActivator(t *testing.T) {
 	o.Target = "10.234.0.31:81"
 	if err := ScaleFromZero(ctx, c, o, nil); !errors.Is(err, ErrNoTarget) || !strings.Contains(err.Error(), "no ready revision") {
 		t.Errorf("activator, no ready revision: %v, want ErrNoTarget naming it", err)
+	}
+}
+
+// TestInterleavedRotates: each round starts one Service later, so that
+// no Service is always the first start of a round.
+func TestInterleavedRotates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var objs []runtime.Object
+	var svcs []*servingv1.Service
+	var opts []MeasureOptions
+	var mu sync.Mutex
+	var order []string
+	for _, arm := range []string{"a", "b", "c"} {
+		d := deployment("coldstart-"+arm+"-00001-deployment", ptr(int32(0)), 1, 1, appsv1.DeploymentStatus{})
+		d.Labels[serving.ServiceLabelKey] = "coldstart-" + arm
+		objs = append(objs, d)
+		svc, _ := NewService(Arm{Name: arm, Image: "r.example/x@" + testDigest}, testDeployOptions("bench").Service)
+		markStatus(svc, true)
+		svcs = append(svcs, svc)
+		opts = append(opts, MeasureOptions{Namespace: "bench", Service: svc.Name, Arm: arm, Budget: "max", Runs: 2, Warmup: true,
+			PhaseGrace: time.Millisecond, Probe: func(context.Context, string, string) error {
+				mu.Lock()
+				order = append(order, arm)
+				mu.Unlock()
+				return nil
+			}})
+	}
+	c := fakeCluster(t, "bench", true, svcs...)
+	c.Kube = fakeKube(objs...)
+	err := ScaleFromZeroInterleaved(ctx, c, opts, func(prober.Sample) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ""); got != "abcbcacab" {
+		t.Errorf("probe order by round = %s, want abc bca cab", got)
 	}
 }
