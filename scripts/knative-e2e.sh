@@ -10,7 +10,7 @@
 #                                              # each arm beside its platform-lever variants
 #   PARALLEL=1,5,25 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # N Services per arm from zero at once
-#   BURST_REQUESTS=20 CC=1 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
+#   BURST_REQUESTS=20 CONCURRENCY=1 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # 20 requests at once at each arm at zero
 #
 # 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
@@ -140,10 +140,11 @@ if [ -n "${PARALLEL:-}" ]; then
 	"${knrun[@]}" --parallel "$PARALLEL"
 fi
 # BURST_REQUESTS: R requests at once at each arm's Service at zero, the
-# Services redeployed with containerConcurrency CC (default 1).
+# Services redeployed with containerConcurrency CONCURRENCY (default 1; not CC, which
+# names the C compiler to go build).
 if [ -n "${BURST_REQUESTS:-}" ]; then
-	log "redeploying ${ARMS} with containerConcurrency ${CC:-1}"
-	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --container-concurrency "${CC:-1}" --wait-timeout 5m
+	log "redeploying ${ARMS} with containerConcurrency ${CONCURRENCY:-1}"
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --container-concurrency "${CONCURRENCY:-1}" --wait-timeout 5m
 	log "measuring: $RUNS rounds of $BURST_REQUESTS requests at once per arm"
 	"${knrun[@]}" --burst-requests "$BURST_REQUESTS"
 fi
