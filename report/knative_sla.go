@@ -185,7 +185,8 @@ func requestBursts(m *mdw, c *Campaign) {
 			first, last = ms(slices.Min(ready)), ms(slices.Max(ready))
 		}
 		cc := c.Provenance.Notes["container_concurrency_"+b.Arm]
-		rows = append(rows, []string{b.Arm, cc, strconv.Itoa(b.Run), strconv.Itoa(b.N), strconv.Itoa(len(b.Pods)), first, last, ms(b.P50Ms), ms(b.P95Ms), ms(b.MaxMs)})
+		made := fmt.Sprintf("%d (%d Ready)", len(b.Pods), len(ready))
+		rows = append(rows, []string{b.Arm, cc, strconv.Itoa(b.Run), strconv.Itoa(b.N), made, first, last, ms(b.P50Ms), ms(b.P95Ms), ms(b.MaxMs)})
 	}
 	if len(rows) == 0 {
 		return

@@ -96,7 +96,7 @@ func TestRequestBursts(t *testing.T) {
 	var out bytes.Buffer
 	r.knativeParallelSLA(&mdw{w: &out}, r.Campaigns[0])
 	got := out.String()
-	if !strings.Contains(got, "| static | 1 | 1 | 20 | 3 | 700 | 1900 | 800 | 1950 | 2000 |") || strings.Contains(got, "SLA") || strings.Contains(got, "| 0 | 20 |") {
+	if !strings.Contains(got, "| static | 1 | 1 | 20 | 3 (2 Ready) | 700 | 1900 | 800 | 1950 | 2000 |") || strings.Contains(got, "SLA") || strings.Contains(got, "| 0 | 20 |") {
 		t.Errorf("request bursts table:\n%s", got)
 	}
 }
