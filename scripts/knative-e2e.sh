@@ -12,6 +12,7 @@
 #                                              # N Services per arm from zero at once
 #   BURST_REQUESTS=20 CONCURRENCY=1 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # 20 requests at once at each arm at zero
+#   DEPLOY_FLAGS='--budget cores=1' ...          # more flags for every deploy
 #
 # 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
 #    Knative Serving v0.42.2 from the Go module proxy (first time ~30 min on
@@ -113,12 +114,14 @@ for arm in ${ARMS//,/ }; do
 	images+=(--image "$arm=dev.local/coldstart/echo-$arm@$digest")
 done
 
+# DEPLOY_FLAGS: more flags for every deploy, e.g. --budget cores=1.
+read -r -a deploy_flags <<<"${DEPLOY_FLAGS:-}"
 log "deploying ${ARMS}"
 # coldstart deploy's defaults (target-burst-capacity 0: the activator is in
 # the path at zero, out of it when warm); before it scales a revision to
 # zero, Knative's autoscaler probes the revision's Service by its DNS name
 # (CoreDNS here) to see the activator in the path.
-"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --wait-timeout 5m
+"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${deploy_flags[@]}" --wait-timeout 5m
 
 knrun=("$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --traces "$KNODE_TRACES" --kubeconfig "$KUBECONFIG"
 	--namespace "$KNODE_NAMESPACE" --arms "$ARMS" --runs "$RUNS" --start-timeout "$TIMEOUT" --results-dir "$RESULTS_DIR" -o markdown)
@@ -128,14 +131,14 @@ if [ -n "${LEVERS:-}" ]; then
 	lv=()
 	for l in ${LEVERS//,/ }; do lv+=(--lever "$l"); done
 	log "deploying the arms' variants under ${LEVERS}"
-	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${lv[@]}" --wait-timeout 5m
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${deploy_flags[@]}" "${lv[@]}" --wait-timeout 5m
 	log "measuring: $RUNS runs per arm and lever variant"
 	"${knrun[@]}" "${lv[@]}"
 fi
 # PARALLEL: N Services of each arm from zero at once, per N of the list.
 if [ -n "${PARALLEL:-}" ]; then
 	log "deploying the copies --parallel $PARALLEL scales"
-	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --parallel "$PARALLEL" --wait-timeout 10m
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${deploy_flags[@]}" --parallel "$PARALLEL" --wait-timeout 10m
 	log "measuring: $RUNS rounds of N Services at once, N in $PARALLEL"
 	"${knrun[@]}" --parallel "$PARALLEL"
 fi
@@ -144,7 +147,7 @@ fi
 # names the C compiler to go build).
 if [ -n "${BURST_REQUESTS:-}" ]; then
 	log "redeploying ${ARMS} with containerConcurrency ${CONCURRENCY:-1}"
-	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" --container-concurrency "${CONCURRENCY:-1}" --wait-timeout 5m
+	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${deploy_flags[@]}" --container-concurrency "${CONCURRENCY:-1}" --wait-timeout 5m
 	log "measuring: $RUNS rounds of $BURST_REQUESTS requests at once per arm"
 	"${knrun[@]}" --burst-requests "$BURST_REQUESTS"
 fi
