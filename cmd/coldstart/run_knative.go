@@ -147,17 +147,31 @@ func runKnativeParallel(ctx context.Context, o *runOptions, cs knative.ColdStart
 	notes := cs.Notes(ctx)
 	notes["parallel"] = "N Services of one arm scaled from zero at once per N, each proven at zero at t0 (zero_at_t0), one t0 for all; " +
 		"copies per N: " + parallelCopiesText(sizes)
+	p := knative.Parallel{ColdStart: cs, Sizes: sizes}
+	return o.knativeBursts(w, notes, "--parallel", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
+		p.Noise = onNoise
+		return p.Run(ctx, add)
+	}, func(w io.Writer, _ []record.Burst, sums []record.BurstSummary) error {
+		return writeBurstText(w, sums, o.Confidence, o.Runs)
+	})
+}
+
+// knativeBursts writes a Knative burst campaign's results file, named
+// after flag in errors: run gets where to send the noise of each round
+// and every record as it comes, and returns the bursts; the summaries
+// follow, and table prints the terminal's table.
+func (o *runOptions) knativeBursts(w io.Writer, notes map[string]string, flag string,
+	run func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error),
+	table func(io.Writer, []record.Burst, []record.BurstSummary) error) error {
 	rf, err := o.CreateResults("coldstart-knative", notes)
 	if err != nil {
 		return err
 	}
-	p := knative.Parallel{ColdStart: cs, Sizes: sizes}
-	p.Noise = func(scope string, w noise.Window) error {
+	bursts, err := run(func(scope string, w noise.Window) error {
 		return rf.Add("noise", campaign.Noise{Scope: scope, Window: w})
-	}
-	bursts, err := p.Run(ctx, func(kind string, v any) error { return rf.Add(kind, v) })
+	}, rf.Add)
 	if err != nil {
-		err = fmt.Errorf("on knative, --parallel: %w", err)
+		err = fmt.Errorf("on knative, %s: %w", flag, err)
 	}
 	sums := record.SummarizeBursts(bursts, nil, o.Baseline, o.Confidence, stats.DefaultMinEffect)
 	if aerr := cliopts.AddAll(rf, record.BurstSummaryKind, sums); aerr != nil && err == nil {
@@ -165,7 +179,7 @@ func runKnativeParallel(ctx context.Context, o *runOptions, cs knative.ColdStart
 	}
 	show := cliopts.Rows(o.Output, sums)
 	if o.Output == render.Table && !o.Wide {
-		show = func(w io.Writer) error { return writeBurstText(w, sums, o.Confidence, o.Runs) }
+		show = func(w io.Writer) error { return table(w, bursts, sums) }
 	}
 	return rf.End(w, show, err, campaign.Built{})
 }
@@ -197,27 +211,13 @@ func runKnativeRequests(ctx context.Context, o *runOptions, cs knative.ColdStart
 		}
 		notes["container_concurrency_"+arm] = fmt.Sprint(cc)
 	}
-	rf, err := o.CreateResults("coldstart-knative", notes)
-	if err != nil {
-		return err
-	}
 	b := knative.RequestBurst{ColdStart: cs, Requests: o.BurstRequests}
-	b.Noise = func(scope string, w noise.Window) error {
-		return rf.Add("noise", campaign.Noise{Scope: scope, Window: w})
-	}
-	bursts, err := b.Run(ctx, func(kind string, v any) error { return rf.Add(kind, v) })
-	if err != nil {
-		err = fmt.Errorf("on knative, --burst-requests: %w", err)
-	}
-	sums := record.SummarizeBursts(bursts, nil, o.Baseline, o.Confidence, stats.DefaultMinEffect)
-	if aerr := cliopts.AddAll(rf, record.BurstSummaryKind, sums); aerr != nil && err == nil {
-		err = aerr
-	}
-	show := cliopts.Rows(o.Output, sums)
-	if o.Output == render.Table && !o.Wide {
-		show = func(w io.Writer) error { return writeRequestBursts(w, bursts) }
-	}
-	return rf.End(w, show, err, campaign.Built{})
+	return o.knativeBursts(w, notes, "--burst-requests", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
+		b.Noise = onNoise
+		return b.Run(ctx, add)
+	}, func(w io.Writer, bursts []record.Burst, _ []record.BurstSummary) error {
+		return writeRequestBursts(w, bursts)
+	})
 }
 
 // writeRequestBursts is one line per counted burst of requests: the pods
