@@ -101,23 +101,9 @@ func (o *serverOptions) checker() (prober.Checker, error) {
 // probe asks for TLS itself (grpcs://, https://); the TLS flags alone are
 // an error.
 func (o *serverOptions) withTLS(c prober.Checker) (prober.Checker, error) {
-	if !o.TLS && prober.TLSOf(c) == nil {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"--cacert", o.CACert != ""}, {"--tls-server-name", o.TLSServerName != ""}, {"--insecure-skip-verify", o.InsecureSkipVerify}, {"--cert", o.Cert != ""}, {"--key", o.Key != ""}} {
-			if f.set {
-				return nil, fmt.Errorf("%s: only with TLS (--tls, or a grpcs:// or https:// --probe)", f.name)
-			}
-		}
-		return c, nil
-	}
-	tl, err := prober.LoadTLS(prober.TLSOptions{
-		CAFile: o.CACert, ServerName: o.TLSServerName, InsecureSkipVerify: o.InsecureSkipVerify,
-		CertFile: o.Cert, KeyFile: o.Key,
-	})
-	if err != nil {
-		return nil, err // flagError names the flag
+	tl, err := o.TLS.Load(prober.TLSOf(c) != nil, "a grpcs:// or https:// --probe")
+	if err != nil || tl == nil {
+		return c, err // a prober.OptionError: flagError names the flag
 	}
 	c, err = prober.WithTLS(c, tl)
 	if err != nil {

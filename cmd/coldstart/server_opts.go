@@ -41,11 +41,7 @@ type serverOptions struct {
 	ProbeMetadata []string
 	// TLS for the probes: --tls, or a grpcs:// or https:// probe, with
 	// these files and names.
-	TLS                bool
-	CACert             string
-	TLSServerName      string
-	InsecureSkipVerify bool
-	Cert, Key          string
+	TLS cliopts.TLS
 	// notes go into the results file's provenance (coldstart gate --base:
 	// which commit each side was built from).
 	notes map[string]string
@@ -82,14 +78,9 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringArrayVar(&o.Protos, "proto", nil, "a /pkg.Svc/Method probe's types from this .proto file, compiled in process (repeatable; no protoc needed)")
 	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
 	f.StringArrayVar(&o.ProbeMetadata, "probe-metadata", nil, "KEY=VALUE metadata sent with each /pkg.Svc/Method probe and its reflection requests (repeatable; values are redacted in results)")
-	f.BoolVar(&o.TLS, "tls", false, "probe over TLS: a new TLS client per probe, never resuming a session, its handshake the tls_handshake phase (grpcs:// and https:// probes imply it)")
-	f.StringVar(&o.CACert, "cacert", "", "with TLS: verify the server's certificate against the CAs in this PEM file (\"\" = the system's roots)")
-	f.StringVar(&o.TLSServerName, "tls-server-name", "", "with TLS: the name sent and verified (\"\" = the probe URL's host, else the address dialled)")
-	f.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "with TLS: do not verify the server's certificate (recorded, and the figures labelled unverified)")
-	f.StringVar(&o.Cert, "cert", "", "with TLS: the client certificate, PEM, for servers that require one (mTLS; with --key)")
-	f.StringVar(&o.Key, "key", "", "with TLS: the client certificate's PEM private key (only its path is recorded)")
+	o.TLS.Bind(cmd, "probe over TLS: a new TLS client per probe, never resuming a session, its handshake the tls_handshake phase (grpcs:// and https:// probes imply it)",
+		"the probe URL's host, else the address dialled")
 	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
-	cmd.MarkFlagsMutuallyExclusive("cacert", "insecure-skip-verify")
 }
 
 func (o *serverOptions) validate() error {

@@ -77,12 +77,8 @@ type runOptions struct {
 	// TLS for the load: --tls, or a grpcs:// or https:// --target, with
 	// these files and names, as coldstart's probes take them; and how
 	// often each connection is dialled again.
-	TLS                bool
-	CACert             string
-	TLSServerName      string
-	InsecureSkipVerify bool
-	Cert, Key          string
-	ReconnectEvery     int
+	TLS            cliopts.TLS
+	ReconnectEvery int
 
 	cfg steady.Config // filled by validate
 }
@@ -213,14 +209,9 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	f.StringVar(&o.Protoset, "protoset", "", "with --call: the method's types from this FileDescriptorSet (protoc --descriptor_set_out --include_imports) (\"\" = server reflection)")
 	f.StringArrayVar(&o.Protos, "proto", nil, "with --call: the method's types from this .proto file, compiled in process (repeatable; \"\" = server reflection)")
 	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
-	f.BoolVar(&o.TLS, "tls", false, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs:// and https:// targets imply it)")
-	f.StringVar(&o.CACert, "cacert", "", "with TLS: verify the server's certificate against the CAs in this PEM file (\"\" = the system's roots)")
-	f.StringVar(&o.TLSServerName, "tls-server-name", "", "with TLS: the name sent and verified (\"\" = the host dialled, or localhost for a Unix socket)")
-	f.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "with TLS: do not verify the server's certificate (recorded, and the figures labelled unverified)")
-	f.StringVar(&o.Cert, "cert", "", "with TLS: the client certificate, PEM, for servers that require one (mTLS; with --key)")
-	f.StringVar(&o.Key, "key", "", "with TLS: the client certificate's PEM private key (only its path is recorded)")
+	o.TLS.Bind(cmd, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs:// and https:// targets imply it)",
+		"the host dialled, or localhost for a Unix socket")
 	f.IntVar(&o.ReconnectEvery, "reconnect-every", 0, "close each connection and dial it again after this many calls on it, to measure connection (and TLS handshake) churn; rows count handshakes/s (0 = never)")
-	cmd.MarkFlagsMutuallyExclusive("cacert", "insecure-skip-verify")
 	cmd.MarkFlagsMutuallyExclusive("data", "data-file")
 	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
 	cmd.MarkFlagsMutuallyExclusive("pin-server", "budget")
@@ -525,24 +516,10 @@ func (o *runOptions) tlsConfig(*cobra.Command) error {
 		return fmt.Errorf("--reconnect-every: %d, want 0 (never) or more calls", o.ReconnectEvery)
 	}
 	o.cfg.ReconnectEvery = o.ReconnectEvery
-	if !o.TLS && !steady.TargetTLS(o.Target) {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"--cacert", o.CACert != ""}, {"--tls-server-name", o.TLSServerName != ""}, {"--insecure-skip-verify", o.InsecureSkipVerify}, {"--cert", o.Cert != ""}, {"--key", o.Key != ""}} {
-			if f.set {
-				return fmt.Errorf("%s: only with TLS (--tls, or a grpcs:// or https:// --target)", f.name)
-			}
-		}
-		return nil
-	}
-	if o.On == "knative" {
+	if o.On == "knative" && (o.TLS.On || steady.TargetTLS(o.Target)) {
 		return errors.New("--tls: --on knative loads each Service through the cluster's ingress in clear text (h2c); TLS is for local servers and --target")
 	}
-	tl, err := prober.LoadTLS(prober.TLSOptions{
-		CAFile: o.CACert, ServerName: o.TLSServerName, InsecureSkipVerify: o.InsecureSkipVerify,
-		CertFile: o.Cert, KeyFile: o.Key,
-	})
+	tl, err := o.TLS.Load(steady.TargetTLS(o.Target), "a grpcs:// or https:// --target")
 	if err != nil {
 		return err // a prober.OptionError: flagError names the flag
 	}
