@@ -236,12 +236,8 @@ func ScaleFromZeroInterleaved(ctx context.Context, c Clients, opts []MeasureOpti
 				return err
 			}
 		}
-		if opts[0].Noise != nil && nerr == nil {
-			if w, err := noise.Host.Since(snap); err == nil {
-				if err := opts[0].Noise(fmt.Sprintf("round %d", run), w); err != nil {
-					return fmt.Errorf("record noise: %w", err)
-				}
-			}
+		if err := roundNoise(opts[0].Noise, run, snap, nerr); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -291,11 +287,8 @@ func prepare(ctx context.Context, c Clients, o MeasureOptions) (*armRun, error) 
 // records it as run.
 func (a *armRun) measure(ctx context.Context, run int, record func(prober.Sample) error) error {
 	o := a.o
-	zctx, cancel := context.WithTimeout(ctx, o.ZeroTimeout)
-	err := a.obs.waitZero(zctx, func(why string) { logf(o.Log, "%s run %d: waiting for zero: %s", o.Service, run, why) })
-	cancel()
-	if err != nil {
-		return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
+	if err := a.untilZero(ctx, run, o.Log); err != nil {
+		return err
 	}
 	s, err := coldStart(ctx, a.obs, o, a.target, a.authority)
 	if err != nil {
@@ -305,6 +298,34 @@ func (a *armRun) measure(ctx context.Context, run int, record func(prober.Sample
 	logf(o.Log, "%s run %d: first RPC after %.1f ms, %d attempts %s", o.Service, run, s.FirstRPCMs, s.Attempts, s.Error)
 	if err := record(s); err != nil {
 		return fmt.Errorf("record run %d of %s: %w", run, o.Service, err)
+	}
+	return nil
+}
+
+// untilZero waits, at most ZeroTimeout, until the Service is at zero,
+// writing each new reason it is not to log.
+func (a *armRun) untilZero(ctx context.Context, run int, log io.Writer) error {
+	zctx, cancel := context.WithTimeout(ctx, a.o.ZeroTimeout)
+	defer cancel()
+	err := a.obs.waitZero(zctx, func(why string) { logf(log, "%s run %d: waiting for zero: %s", a.o.Service, run, why) })
+	if err != nil {
+		return fmt.Errorf("service %s/%s run %d: %w", a.o.Namespace, a.o.Service, run, err)
+	}
+	return nil
+}
+
+// roundNoise passes rec what else this machine did since snap, taken at
+// the start of round run, when rec is set and snap was taken (nerr nil).
+func roundNoise(rec func(scope string, w noise.Window) error, run int, snap noise.Snapshot, nerr error) error {
+	if rec == nil || nerr != nil {
+		return nil
+	}
+	w, err := noise.Host.Since(snap)
+	if err != nil {
+		return nil // a window that cannot be read is left out
+	}
+	if err := rec(fmt.Sprintf("round %d", run), w); err != nil {
+		return fmt.Errorf("record noise: %w", err)
 	}
 	return nil
 }

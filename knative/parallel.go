@@ -14,7 +14,6 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/progress"
-	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -144,12 +143,8 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 				}
 			}
 		}
-		if p.Noise != nil && nerr == nil {
-			if w, err := noise.Host.Since(snap); err == nil {
-				if err := p.Noise(fmt.Sprintf("round %d", run), w); err != nil {
-					return out, fmt.Errorf("record noise: %w", err)
-				}
-			}
+		if err := roundNoise(p.Noise, run, snap, nerr); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -162,13 +157,8 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, all []*armRun, onRecord func(string, any) error) (record.Burst, error) {
 	res := record.Burst{Arm: arm, Budget: Budget, N: n, Run: run, Warmup: run == 0}
 	for _, a := range all {
-		zctx, cancel := context.WithTimeout(ctx, a.o.ZeroTimeout)
-		err := a.obs.waitZero(zctx, func(why string) {
-			logf(p.Progress, "%s run %d: waiting for zero: %s", a.o.Service, run, why)
-		})
-		cancel()
-		if err != nil {
-			return res, fmt.Errorf("service %s/%s run %d: %w", p.Namespace, a.o.Service, run, err)
+		if err := a.untilZero(ctx, run, p.Progress); err != nil {
+			return res, err
 		}
 	}
 	t0 := time.Now()
@@ -226,9 +216,7 @@ func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, al
 		res.Error = firstErr.Error()
 		return res, firstErr
 	}
-	q := record.Quantiles(times, 0.95, 0.99, 1)
-	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = stats.MedianCI(times, p.Confidence).Value, q[0], q[1], q[2]
-	res.AllReadyMs = res.MaxMs // one t0 for all: the last first reply
+	res.SetTimes(times) // one t0 for all: the last first reply is when all serve
 	return res, nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/progress"
-	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -68,13 +67,12 @@ func (b RequestBurst) Run(ctx context.Context, onRecord func(kind string, v any)
 		}
 	}()
 	for _, arm := range b.Arms {
-		timeout := b.ProbeTimeout
-		if timeout <= 0 {
-			timeout = 2 * time.Minute
-		}
+		// A request's attempts run under the probe timeout alone, not
+		// AttemptTimeout (once): one that timed out would lose its place
+		// in the activator's queue.
 		mo := MeasureOptions{
 			Namespace: b.Namespace, Service: b.NamePrefix + arm, Arm: arm, Budget: Budget,
-			Target: b.Target, Activator: b.Activator, ProbeTimeout: timeout, AttemptTimeout: timeout,
+			Target: b.Target, Activator: b.Activator, ProbeTimeout: b.ProbeTimeout,
 			Probe: CheckerProbe(checker), Traces: b.Traces,
 		}
 		a, err := prepare(ctx, b.Clients, mo)
@@ -101,12 +99,8 @@ func (b RequestBurst) Run(ctx context.Context, onRecord func(kind string, v any)
 				return out, err
 			}
 		}
-		if b.Noise != nil && nerr == nil {
-			if w, err := noise.Host.Since(snap); err == nil {
-				if err := b.Noise(fmt.Sprintf("round %d", run), w); err != nil {
-					return out, fmt.Errorf("record noise: %w", err)
-				}
-			}
+		if err := roundNoise(b.Noise, run, snap, nerr); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -117,11 +111,8 @@ func (b RequestBurst) Run(ctx context.Context, onRecord func(kind string, v any)
 func (b RequestBurst) once(ctx context.Context, a *armRun, run int, all []*armRun, onRecord func(string, any) error) (record.Burst, error) {
 	res := record.Burst{Arm: a.o.Arm, Budget: Budget, N: b.Requests, Run: run, Warmup: run == 0}
 	for _, x := range all {
-		zctx, cancel := context.WithTimeout(ctx, x.o.ZeroTimeout)
-		err := x.obs.waitZero(zctx, func(why string) { logf(b.Progress, "%s run %d: waiting for zero: %s", x.o.Service, run, why) })
-		cancel()
-		if err != nil {
-			return res, fmt.Errorf("service %s/%s run %d: %w", b.Namespace, x.o.Service, run, err)
+		if err := x.untilZero(ctx, run, b.Progress); err != nil {
+			return res, err
 		}
 	}
 	proof := zeroProof(a.obs)
@@ -201,8 +192,6 @@ func (b RequestBurst) once(ctx context.Context, a *armRun, run int, all []*armRu
 	if len(times) == 0 {
 		return res, errors.New("no request answered")
 	}
-	q := record.Quantiles(times, 0.95, 0.99, 1)
-	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = stats.MedianCI(times, b.Confidence).Value, q[0], q[1], q[2]
-	res.AllReadyMs = res.MaxMs
+	res.SetTimes(times)
 	return res, nil
 }

@@ -330,6 +330,27 @@ func median(xs []float64) float64 {
 	return stats.MedianCI(xs, stats.DefaultConfidence).Value
 }
 
+// SetTimes sets b's p50, p95, p99 and max, and its time until all serve,
+// from times, each instance's first RPC from the burst's one t0 (a
+// Knative burst, where the last first reply is when all N serve).
+func (b *Burst) SetTimes(times []float64) {
+	q := Quantiles(times, 0.95, 0.99, 1)
+	b.P50Ms, b.P95Ms, b.P99Ms, b.MaxMs = median(times), q[0], q[1], q[2]
+	b.AllReadyMs = b.MaxMs
+}
+
+// PodsReadyMs are when each of b's pods first showed Ready, ms from t0,
+// in the order the pods appeared; pods never seen Ready are left out.
+func (b Burst) PodsReadyMs() []float64 {
+	var out []float64
+	for _, p := range b.Pods {
+		if p.ReadyMs != nil {
+			out = append(out, *p.ReadyMs)
+		}
+	}
+	return out
+}
+
 // PodTime is one pod of a Knative scale-up: when the watch first showed
 // it and when it first showed it Ready, ms from t0 (ReadyMs nil: never
 // seen Ready).

@@ -174,12 +174,7 @@ func requestBursts(m *mdw, c *Campaign) {
 		if b.Warmup {
 			continue
 		}
-		var ready []float64
-		for _, p := range b.Pods {
-			if p.ReadyMs != nil {
-				ready = append(ready, *p.ReadyMs)
-			}
-		}
+		ready := b.PodsReadyMs()
 		first, last := "–", "–"
 		if len(ready) > 0 {
 			first, last = ms(slices.Min(ready)), ms(slices.Max(ready))

@@ -230,12 +230,7 @@ func writeRequestBursts(w io.Writer, bursts []record.Burst) error {
 			continue
 		}
 		first, last := "–", "–"
-		var ready []float64
-		for _, p := range b.Pods {
-			if p.ReadyMs != nil {
-				ready = append(ready, *p.ReadyMs)
-			}
-		}
+		ready := b.PodsReadyMs()
 		if len(ready) > 0 {
 			first, last = num(slices.Min(ready)), num(slices.Max(ready))
 		}
