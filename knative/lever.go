@@ -85,7 +85,7 @@ var leverKinds = []leverKind{
 			c := &s.Spec.Template.Spec.Containers[0]
 			port := c.Ports[0].ContainerPort
 			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-				TCPSocket: &corev1.TCPSocketAction{Port: intOrPort(port)},
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)},
 			}}
 		},
 	},
@@ -106,7 +106,7 @@ var leverKinds = []leverKind{
 			c := &s.Spec.Template.Spec.Containers[0]
 			if c.ReadinessProbe == nil {
 				c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-					TCPSocket: &corev1.TCPSocketAction{Port: intOrPort(c.Ports[0].ContainerPort)},
+					TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(c.Ports[0].ContainerPort)},
 				}}
 			}
 			c.ReadinessProbe.PeriodSeconds = int32(n)
@@ -135,19 +135,6 @@ var leverKinds = []leverKind{
 			s.Spec.Template.Spec.RuntimeClassName = ptr(v)
 		},
 	},
-}
-
-// LeverHelp lists the levers, one "NAME: what it sets" line each.
-func LeverHelp() string {
-	var b strings.Builder
-	for _, k := range leverKinds {
-		n := k.name
-		if k.value != "" {
-			n += "=" + k.value
-		}
-		fmt.Fprintf(&b, "%s: %s\n", n, k.help)
-	}
-	return b.String()
 }
 
 // LeverNames are the levers' names, as ParseLever takes them.
@@ -225,17 +212,14 @@ func (l Lever) apply(s *servingv1.Service) {
 	s.Spec.Template.Labels[LabelLever] = l.Slug()
 }
 
-// intOrPort is a probe's port by number.
-func intOrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
-
 // checkLevers refuses levers the cluster cannot run, before anything is
 // deployed: a RuntimeClass it does not have, or runtimeClassName while
 // Knative's kubernetes.podspec-runtimeclassname feature is off (Knative
 // would refuse the Service with a less direct message).
 func checkLevers(ctx context.Context, c Clients, levers []Lever) error {
-	for _, l := range levers {
-		if l.kind.name != "runtime" {
-			continue
+	for i, l := range levers {
+		if l.kind.name != "runtime" || slices.ContainsFunc(levers[:i], func(m Lever) bool { return m.Slug() == l.Slug() }) {
+			continue // another arm's variant under the same lever asked already
 		}
 		_, err := getAs[nodev1.RuntimeClass](ctx, c.Kube.Resource(runtimeClasses), l.value)
 		if apierrors.IsNotFound(err) {
