@@ -12,6 +12,9 @@
 #                                              # N Services per arm from zero at once
 #   BURST_REQUESTS=20 CONCURRENCY=1 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # 20 requests at once at each arm at zero
+#   REPLAY='gamma:4/min,cv=2' MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
+#                                              # that traffic replayed for REPLAY_DURATION (30m)
+#                                              # at REPLAY_ARM (static), one Service per policy
 #   DEPLOY_FLAGS='--budget cores=1' ...          # more flags for every deploy
 #
 # 1. scripts/knative-node.sh build: Kubernetes v1.36.3, containerd v2.4.2 and
@@ -150,6 +153,18 @@ if [ -n "${BURST_REQUESTS:-}" ]; then
 	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${deploy_flags[@]}" --container-concurrency "${CONCURRENCY:-1}" --wait-timeout 5m
 	log "measuring: $RUNS rounds of $BURST_REQUESTS requests at once per arm"
 	"${knrun[@]}" --burst-requests "$BURST_REQUESTS"
+fi
+# REPLAY: an --arrivals spec replayed against the real autoscaler, one
+# Service per policy (REPLAY_POLICIES, comma-separated lists joined by
+# ';'; default replay's own), checked against coldstart cost's simulator.
+if [ -n "${REPLAY:-}" ]; then
+	pol=()
+	IFS=';' read -r -a specs <<<"${REPLAY_POLICIES:-}"
+	for p in "${specs[@]}"; do [ -z "$p" ] || pol+=(--policy "$p"); done
+	log "replaying $REPLAY for ${REPLAY_DURATION:-30m} at ${REPLAY_ARM:-static}"
+	"$cs" replay --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" --via activator --target "$KNODE_ACTIVATOR" \
+		--arms "${REPLAY_ARM:-static}" --arrivals "$REPLAY" --duration "${REPLAY_DURATION:-30m}" "${pol[@]}" \
+		--results-dir "$RESULTS_DIR" -o markdown
 fi
 [ "${MAIN:-1}" != 0 ] || { log "MAIN=0: no plain run"; exit 0; }
 log "measuring: $RUNS runs per arm through the activator at $KNODE_ACTIVATOR"

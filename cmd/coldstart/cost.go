@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/cost"
@@ -24,15 +25,7 @@ import (
 type costOptions struct {
 	// Results are the campaign files (or directories of them).
 	Results []string
-	// Traces are trace files; Arrivals synthetic traffic specs. Each is
-	// one traffic model.
-	Traces      []string
-	TraceField  string
-	TraceSelect string
-	Arrivals    []string
-	Seed        uint64
-	// Duration is the synthetic traffic's length (and a trace's, when set).
-	Duration time.Duration
+	trafficFlags
 	Policies []string
 	Arms     []string
 	Platform string
@@ -46,9 +39,51 @@ type costOptions struct {
 	ResultsDir string
 	stderr     io.Writer
 
+	policies   []cost.Policy
+	constraint *cost.Constraint
+}
+
+// trafficFlags name traffic models, for cost and replay: trace files and
+// synthetic arrivals, each one model.
+type trafficFlags struct {
+	// Traces are trace files; Arrivals synthetic traffic specs.
+	Traces      []string
+	TraceField  string
+	TraceSelect string
+	Arrivals    []string
+	Seed        uint64
+	// Duration is the synthetic traffic's length (and a trace's, when set).
+	Duration    time.Duration
 	durationSet bool
-	policies    []cost.Policy
-	constraint  *cost.Constraint
+}
+
+// bindTraffic adds the traffic flags; seedUse says what else the seed draws.
+func (t *trafficFlags) bindTraffic(f *pflag.FlagSet, seedUse string) {
+	f.StringArrayVar(&t.Traces, "trace", nil, "a trace file of request arrivals, one traffic model (repeatable): timestamps (seconds or RFC 3339) one per line, CSV, JSON Lines, or an Azure Functions 2019 per-minute day file")
+	f.StringVar(&t.TraceField, "trace-field", "", "the CSV column or JSON field holding the timestamps (\"\" = timestamp, time or ts)")
+	f.StringVar(&t.TraceSelect, "trace-select", "", "in an Azure per-minute file, the app (app=HASH, its functions summed) or function (function=HASH) to replay (\"\" = the only one)")
+	f.StringArrayVar(&t.Arrivals, "arrivals", nil, "synthetic traffic, one traffic model (repeatable): poisson:RATE, gamma:RATE,cv=X, periodic:DUR, diurnal:PEAK[,trough=RATE][,period=DUR], onoff:RATE,on=DUR,off=DUR or population:N; RATE as 1/s, 2/min, 1/h")
+	f.Uint64Var(&t.Seed, "seed", t.Seed, "seed of the synthetic arrivals, the Azure minutes' placement"+seedUse)
+	f.DurationVar(&t.Duration, "duration", t.Duration, "length of the synthetic traffic; a trace's own length (to the minute after its last request; an Azure day file 24h) unless given")
+}
+
+// checkTraffic refuses no traffic, a duration that is not positive and an
+// arrivals spec that does not parse; changed says --duration was given.
+func (t *trafficFlags) checkTraffic(changed bool) error {
+	t.durationSet = changed
+	if len(t.Traces)+len(t.Arrivals) == 0 {
+		return errors.New("no traffic: give --trace FILE or --arrivals SPEC (such as --arrivals poisson:1/s)")
+	}
+	if t.Duration <= 0 {
+		return fmt.Errorf("--duration: %v, want a positive duration", t.Duration)
+	}
+	for _, a := range t.Arrivals {
+		// Parsed over a second: the spec is checked, nothing is drawn.
+		if _, err := cost.ParseArrivals(a, 1, t.Seed); err != nil {
+			return fmt.Errorf("--arrivals: %w", err)
+		}
+	}
+	return nil
 }
 
 // defaultPolicies are the policies compared when --policy is not given:
@@ -57,7 +92,7 @@ type costOptions struct {
 var defaultPolicies = []string{"knative", "knative:delay=5m", "knative:min=1", "keepalive:10m", "hybrid"}
 
 func newCostCmd(run func(context.Context, *costOptions, io.Writer) error) *cobra.Command {
-	o := &costOptions{Seed: 1, Duration: 24 * time.Hour, Platform: cost.Local, Service: 10 * time.Millisecond,
+	o := &costOptions{trafficFlags: trafficFlags{Seed: 1, Duration: 24 * time.Hour}, Platform: cost.Local, Service: 10 * time.Millisecond,
 		Output: render.Table, ResultsDir: "results"}
 	cmd := &cobra.Command{
 		Use:   "cost [flags] RESULTS...",
@@ -88,7 +123,9 @@ See docs/cost.md for what is modelled and what is not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Results = args
 			o.stderr = cmd.ErrOrStderr()
-			o.durationSet = cmd.Flags().Changed("duration")
+			if err := o.checkTraffic(cmd.Flags().Changed("duration")); err != nil {
+				return err
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -96,12 +133,7 @@ See docs/cost.md for what is modelled and what is not.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.Traces, "trace", nil, "a trace file of request arrivals, one traffic model (repeatable): timestamps (seconds or RFC 3339) one per line, CSV, JSON Lines, or an Azure Functions 2019 per-minute day file")
-	f.StringVar(&o.TraceField, "trace-field", "", "the CSV column or JSON field holding the timestamps (\"\" = timestamp, time or ts)")
-	f.StringVar(&o.TraceSelect, "trace-select", "", "in an Azure per-minute file, the app (app=HASH, its functions summed) or function (function=HASH) to replay (\"\" = the only one)")
-	f.StringArrayVar(&o.Arrivals, "arrivals", nil, "synthetic traffic, one traffic model (repeatable): poisson:RATE, gamma:RATE,cv=X, periodic:DUR, diurnal:PEAK[,trough=RATE][,period=DUR], onoff:RATE,on=DUR,off=DUR or population:N; RATE as 1/s, 2/min, 1/h")
-	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the synthetic arrivals, the Azure minutes' placement and the start samples drawn")
-	f.DurationVar(&o.Duration, "duration", o.Duration, "length of the synthetic traffic; a trace's own length (to the minute after its last request; an Azure day file 24h) unless given")
+	o.bindTraffic(f, " and the start samples drawn")
 	f.StringArrayVar(&o.Policies, "policy", nil, "a scaling policy (repeatable): knative[:grace=30s,window=60s,retention=0,delay=0,min=0,initial=1,target=100,utilization=70,allowzero=false], keepalive:DURATION or hybrid[:range=4h,bin=1m,head=5,tail=99,margin=0.1,min=10,cv=2,fallback=4h] (default "+strings.Join(defaultPolicies, ", ")+")")
 	f.StringSliceVar(&o.Arms, "arms", nil, "arms to cost, comma-separated (default: every arm with cold starts on the platform)")
 	f.StringVar(&o.Platform, "platform", o.Platform, "whose start samples a cold request waits for: local (a budget's spawn → first RPC) or knative (a scale from zero through the activator)")
@@ -116,18 +148,6 @@ See docs/cost.md for what is modelled and what is not.`,
 }
 
 func (o *costOptions) validate() error {
-	if len(o.Traces)+len(o.Arrivals) == 0 {
-		return errors.New("no traffic: give --trace FILE or --arrivals SPEC (such as --arrivals poisson:1/s)")
-	}
-	if o.Duration <= 0 {
-		return fmt.Errorf("--duration: %v, want a positive duration", o.Duration)
-	}
-	for _, a := range o.Arrivals {
-		// Parsed over a second: the spec is checked, nothing is drawn.
-		if _, err := cost.ParseArrivals(a, 1, o.Seed); err != nil {
-			return fmt.Errorf("--arrivals: %w", err)
-		}
-	}
 	if o.Platform != cost.Local && o.Platform != cost.KnativeP {
 		return fmt.Errorf("--platform: %q, want local or knative", o.Platform)
 	}
@@ -160,7 +180,7 @@ func (o *costOptions) validate() error {
 }
 
 // traffics reads and draws every traffic model.
-func (o *costOptions) traffics() ([]cost.Traffic, error) {
+func (o *trafficFlags) traffics() ([]cost.Traffic, error) {
 	var out []cost.Traffic
 	for _, path := range o.Traces {
 		f, err := os.Open(path)

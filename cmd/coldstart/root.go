@@ -31,6 +31,7 @@ fresh gRPC channel per probe, under the CPU and memory budgets your pods really 
 		newGateCmd(runGate),
 		newPullCmd(runPull),
 		newCostCmd(runCost),
+		newReplayCmd(runReplay),
 		newCleanCmd(runClean),
 		newExplainCmd(runExplain),
 		newVersionCmd(runVersion),

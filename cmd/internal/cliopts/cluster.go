@@ -59,6 +59,44 @@ func (k *Cluster) BindOn(cmd *cobra.Command, onHelp, viaHelp string) {
 	k.bind(cmd, "--on knative: ", "the Services' namespace")
 }
 
+// BindProbe adds --via and --name-prefix beside the flags Bind adds, for
+// a command that always probes Services on a cluster (replay); check
+// them with CheckProbe.
+func (k *Cluster) BindProbe(cmd *cobra.Command, viaHelp string) {
+	f := cmd.Flags()
+	f.StringVar(&k.Via, "via", k.Via, viaHelp)
+	f.StringVar(&k.NamePrefix, "name-prefix", k.NamePrefix, "the Services' name prefix, as coldstart deploy --name-prefix set it")
+	k.bind(cmd, "", "the Services' namespace")
+}
+
+// CheckProbe checks --via against target (the command's --target) and
+// that every arm's Service name is one Kubernetes takes.
+func (k *Cluster) CheckProbe(target string, arms []string) error {
+	k.On = "knative"
+	if err := k.checkVia(target); err != nil {
+		return err
+	}
+	for _, arm := range arms {
+		if err := knative.CheckServiceName(k.ServiceName(arm)); err != nil {
+			return fmt.Errorf("--arms %s (--name-prefix %q): %w", arm, k.NamePrefix, err)
+		}
+	}
+	return nil
+}
+
+func (k *Cluster) checkVia(target string) error {
+	switch k.Via {
+	case "ingress":
+	case "activator":
+		if target == "" {
+			return errors.New("--via activator: give the activator's address as --target HOST:PORT (its Service's h2c port is 81)")
+		}
+	default:
+		return fmt.Errorf("--via: %q, want ingress or activator", k.Via)
+	}
+	return nil
+}
+
 func (k *Cluster) bind(cmd *cobra.Command, prefix, namespace string) {
 	f := cmd.Flags()
 	f.StringVar(&k.Namespace, "namespace", "", prefix+namespace+" (\"\" = the kubeconfig context's, else default)")
@@ -108,14 +146,8 @@ func (k *Cluster) Check(c *Common, target string) error {
 	if h := c.HookFlags; h.Setup != "" || h.Prepare != "" || h.Cleanup != "" {
 		return errors.New("--setup, --prepare and --cleanup: only with --on local (on Knative the cluster starts the servers)")
 	}
-	switch k.Via {
-	case "ingress":
-	case "activator":
-		if target == "" {
-			return errors.New("--via activator: give the activator's address as --target HOST:PORT (its Service's h2c port is 81)")
-		}
-	default:
-		return fmt.Errorf("--via: %q, want ingress or activator", k.Via)
+	if err := k.checkVia(target); err != nil {
+		return err
 	}
 	c.Arms.services = true
 	for _, arm := range c.Arms.Names {
