@@ -65,9 +65,9 @@ type Replay struct {
 	Seed      uint64  `json:"seed"`
 	DurationS float64 `json:"duration_s"`
 	Arm       string  `json:"arm"`
-	// Policy names the policy by the parameters that differ from
-	// Knative's defaults; PolicySpec spells out every one as the
-	// simulator ran it (the cluster's grace period included).
+	// Policy is the policy as given (--policy); PolicySpec spells out
+	// every parameter as the simulator ran it (the cluster's grace period
+	// included).
 	Policy     string `json:"policy"`
 	PolicySpec string `json:"policy_spec"`
 	Service    string `json:"service"`

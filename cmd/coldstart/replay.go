@@ -192,7 +192,7 @@ func runReplay(ctx context.Context, o *replayOptions, w io.Writer) (err error) {
 	}
 	targets := make([]knative.ReplayTarget, len(names))
 	for i, n := range names {
-		targets[i] = knative.ReplayTarget{Policy: ks[i].Short(), Service: n}
+		targets[i] = knative.ReplayTarget{Policy: o.Policies[i], Service: n} // as given: the grace is the cluster's
 	}
 	rf, err := cliopts.CreateResults("coldstart", o.stderr, o.ResultsDir, "replay", map[string]string{
 		"replay_traffic": tr.Name, "replay_grace": cfg.ScaleToZeroGracePeriod.String(), "replay_arm": o.Arm,
