@@ -120,6 +120,11 @@ type Campaign struct {
 	BurstInstances []record.BurstInstance
 	// TLS is how the probes spoke TLS (none: plaintext).
 	TLS []record.TLSClient
+	// Replays are `coldstart replay`'s policies, real beside simulated,
+	// with the requests and pods they count (report/replay.go).
+	Replays        []record.Replay
+	ReplayRequests []record.ReplayRequest
+	ReplayPods     []record.ReplayPod
 }
 
 // BuildError is an arm that was not measured because it did not build.
@@ -333,6 +338,12 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 			err = add(line, &c.PodMemory)
 		case kind == record.BurstInstanceKind:
 			err = add(line, &c.BurstInstances)
+		case kind == record.ReplayKind:
+			err = add(line, &c.Replays)
+		case kind == record.ReplayRequestKind:
+			err = add(line, &c.ReplayRequests)
+		case kind == record.ReplayPodKind:
+			err = add(line, &c.ReplayPods)
 		default:
 			warn(n, "skipped: unknown kind %q", kind)
 			continue

@@ -1,0 +1,59 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coldstart-go/coldstart/record"
+)
+
+// replaySection writes, per `coldstart replay` file: each policy's real
+// cold requests, pod starts and pod-seconds beside the simulator's on the
+// same arrivals, and whether the simulator agreed.
+func (r *Report) replaySection(m *mdw) {
+	if !r.has(func(c *Campaign) bool { return len(c.Replays) > 0 }) {
+		return
+	}
+	m.p("## The simulator against the real autoscaler\n\n")
+	m.p("`coldstart replay` sent one trace's requests, at their times, to a real Knative cluster: one Service per "+
+		"policy, copies of the arm's, all at zero at t0 and sent the same requests at once. cold = requests sent when "+
+		"their Service had no Ready pod (its pod watch); sim = `coldstart cost`'s simulator on the same arrivals and "+
+		"policy, with the cluster's grace period and the replay's own cold requests as its starts. The simulator "+
+		"agrees when its cold requests are within ±%.0f%% of the real ones. pod-s counts each pod from appearing to "+
+		"the autoscaler's deletion; drain is deletion → gone, which the simulator does not model.\n\n", record.ReplayTolerancePct)
+	for _, c := range r.Campaigns {
+		if len(c.Replays) == 0 {
+			continue
+		}
+		head := c.Replays[0]
+		m.p("### %s — `%s` at %s\n\n", c.Label, head.Traffic, head.Arm)
+		m.p("%d requests over %s (seed %d).\n\n", head.Requests, hoursText(head.DurationS/3600), head.Seed)
+		var rows [][]string
+		agree := 0
+		var off []string
+		for _, x := range c.Replays {
+			mark := "yes"
+			if x.Agrees {
+				agree++
+			} else {
+				mark = "**no**"
+				dir := "more"
+				if x.SimCold < x.Cold {
+					dir = "fewer"
+				}
+				off = append(off, fmt.Sprintf("`%s` (%d simulated, %d real: %s)", x.Policy, x.SimCold, x.Cold, dir))
+			}
+			rows = append(rows, []string{"`" + x.Policy + "`", fmt.Sprint(x.Requests), fmt.Sprint(x.Cold), fmt.Sprint(x.SimCold),
+				fmt.Sprintf("%+.1f%%", x.ColdDiffPct), mark, fmt.Sprintf("%d / %d", x.Starts, x.SimStarts),
+				fmt.Sprintf("%.0f / %.0f", x.PodSeconds, x.SimInstanceSeconds), fmt.Sprintf("%.0f", x.DrainSeconds),
+				ms(x.ColdMedianMs), fmt.Sprint(x.Errors)})
+		}
+		m.table([]string{"policy", "requests", "cold", "sim cold", "sim − real", "agrees", "pod starts real / sim",
+			"pod-s real / sim", "drain s", "cold p50 ms", "errors"}, rows)
+		verdict := fmt.Sprintf("**The simulator agreed for %d of %d policies.**", agree, len(c.Replays))
+		if len(off) > 0 {
+			verdict += " Off by more than the tolerance: " + strings.Join(off, "; ") + "."
+		}
+		m.p("%s\n\n", verdict)
+	}
+}

@@ -1,0 +1,61 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coldstart-go/coldstart/record"
+)
+
+// TestReplaySection: a replay file's policies are tabled real beside
+// simulated; the verdict counts the policies the simulator agreed for and
+// names each it missed, with the direction it erred in. The requests and
+// pods are read, not skipped as unknown.
+func TestReplaySection(t *testing.T) {
+	rows := []record.Replay{
+		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:window=6s", Service: "coldstart-static-replay1",
+			Requests: 126, Cold: 50, SimCold: 53, ColdDiffPct: 6, Agrees: true, Starts: 31, SimStarts: 32, PodSeconds: 640, SimInstanceSeconds: 647, DrainSeconds: 900, ColdMedianMs: 805},
+		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:delay=30s,window=6s", Service: "coldstart-static-replay2",
+			Requests: 126, Cold: 30, SimCold: 22, ColdDiffPct: -26.7, Agrees: false, Starts: 16, SimStarts: 12, PodSeconds: 1000, SimInstanceSeconds: 1100, ColdMedianMs: 810, Errors: 1},
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.Encode(map[string]any{"kind": "provenance", "schema": "coldstart/v1", "tool": "coldstart"})
+	enc.Encode(map[string]any{"kind": record.ReplayRequestKind, "policy": "knative:window=6s", "index": 0, "cold": true, "latency_ms": 805})
+	enc.Encode(map[string]any{"kind": record.ReplayPodKind, "policy": "knative:window=6s", "pod": "p", "seen_s": 0.2})
+	for _, r := range rows {
+		enc.Encode(struct {
+			Kind string `json:"kind"`
+			record.Replay
+		}{record.ReplayKind, r})
+	}
+	path := filepath.Join(t.TempDir(), "20261202-170000_replay.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := load(t, path)
+	if len(r.Warnings) > 0 {
+		t.Errorf("warnings: %v", r.Warnings)
+	}
+	c := r.Campaigns[0]
+	if len(c.Replays) != 2 || len(c.ReplayRequests) != 1 || len(c.ReplayPods) != 1 {
+		t.Fatalf("read %d replays, %d requests, %d pods; want 2, 1, 1", len(c.Replays), len(c.ReplayRequests), len(c.ReplayPods))
+	}
+	var out bytes.Buffer
+	r.replaySection(&mdw{w: &out})
+	got := out.String()
+	for _, want := range []string{
+		"## The simulator against the real autoscaler",
+		"| `knative:window=6s` | 126 | 50 | 53 | +6.0% | yes | 31 / 32 | 640 / 647 | 900 | 805 | 0 |",
+		"| `knative:delay=30s,window=6s` | 126 | 30 | 22 | -26.7% | **no** |",
+		"**The simulator agreed for 1 of 2 policies.** Off by more than the tolerance: `knative:delay=30s,window=6s` (22 simulated, 30 real: fewer).",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+}
