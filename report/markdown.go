@@ -196,7 +196,7 @@ func (r *Report) details() []detail {
 		}},
 		{"pull.md", "Image pull: node without the image → first RPC", func(m *mdw, plots func(*Campaign, string)) { r.pullSection(m, plots) }},
 		{"cost.md", "Scale-to-zero cost", func(m *mdw, plots func(*Campaign, string)) { r.costSection(m, plots) }},
-		{"replay.md", "The simulator against the real autoscaler", func(m *mdw, _ func(*Campaign, string)) { r.replaySection(m) }},
+		{"replay.md", "The simulator against the real autoscaler", func(m *mdw, plots func(*Campaign, string)) { r.replaySection(m, plots) }},
 		{"soak.md", "Soak: memory and latency over time", func(m *mdw, plots func(*Campaign, string)) { r.soakSection(m, plots) }},
 		{"polling.md", "Readiness polling: what the platform sees", func(m *mdw, _ func(*Campaign, string)) { r.pollSection(m) }},
 		{"attribution.md", "Start-up attribution: where the time goes", func(m *mdw, plots func(*Campaign, string)) {

@@ -138,6 +138,13 @@ func (r *Report) PlotsAs(dir, format string) ([]Plot, error) {
 				}
 			}
 		}
+		if pp, ok, err := replayPlot(c); err != nil {
+			return out, err
+		} else if ok {
+			if err := save(framed{p: pp.p}, c, "replay", pp.name, pp.title+c.about("", nil)); err != nil {
+				return out, err
+			}
+		}
 		if len(c.Soak) > 0 {
 			ps, err := soakPlots(c)
 			if err != nil {

@@ -10,7 +10,7 @@ import (
 // replaySection writes, per `coldstart replay` file: each policy's real
 // cold requests, pod starts and pod-seconds beside the simulator's on the
 // same arrivals, and whether the simulator agreed.
-func (r *Report) replaySection(m *mdw) {
+func (r *Report) replaySection(m *mdw, plots func(*Campaign, string)) {
 	if !r.has(func(c *Campaign) bool { return len(c.Replays) > 0 }) {
 		return
 	}
@@ -55,5 +55,10 @@ func (r *Report) replaySection(m *mdw) {
 			verdict += " Off by more than the tolerance: " + strings.Join(off, "; ") + "."
 		}
 		m.p("%s\n\n", verdict)
+		plots(c, "replay")
+		m.p("*%s*\n\n", provenanceLine(c))
 	}
 }
+
+// replayTolerance is record.ReplayTolerancePct as a fraction.
+const replayTolerance = record.ReplayTolerancePct / 100

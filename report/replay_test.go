@@ -46,7 +46,7 @@ func TestReplaySection(t *testing.T) {
 		t.Fatalf("read %d replays, %d requests, %d pods; want 2, 1, 1", len(c.Replays), len(c.ReplayRequests), len(c.ReplayPods))
 	}
 	var out bytes.Buffer
-	r.replaySection(&mdw{w: &out})
+	r.replaySection(&mdw{w: &out}, func(*Campaign, string) {})
 	got := out.String()
 	for _, want := range []string{
 		"## The simulator against the real autoscaler",
@@ -57,5 +57,18 @@ func TestReplaySection(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}
+	}
+	plots, err := r.Plots(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range plots {
+		if p.Kind == "replay" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d replay plots, want 1: %+v", n, plots)
 	}
 }
