@@ -10,8 +10,10 @@
 // HTTP listeners serve TLS (HTTP/2 or HTTP/1.1 by ALPN), and with
 // --client-ca they require client certificates (mTLS). grpc-go's server settings a service
 // owner reaches for are flags of the same names (--num-stream-workers,
-// --max-concurrent-streams, the window and buffer sizes, keepalive), so a
-// campaign can vary them.
+// --max-concurrent-streams, the window and buffer sizes, keepalive), and
+// net/http's for the HTTP listener are --http-… and --http2-… flags
+// (--http-no-keepalives, --http2-max-concurrent-streams), so a campaign
+// can vary them.
 package main
 
 import (
@@ -43,6 +45,7 @@ func main() {
 	flag.StringVar(&o.ClientCA, "client-ca", "", "with --tls-cert: require client certificates that chain to a CA in this PEM file (mTLS)")
 	startDelay := flag.Duration("start-delay", 0, "sleep this long before serving (0 = none): a known slow start, for tests")
 	o.Levers.Bind(flag.CommandLine)
+	o.HTTPLevers.Bind(flag.CommandLine)
 	flag.Parse()
 	time.Sleep(*startDelay)
 	if o.Addr == "" && o.Unix == "" {

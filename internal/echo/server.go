@@ -51,6 +51,9 @@ type Options struct {
 	// Levers are the grpc-go server settings (the zero Levers leaves every
 	// one at grpc-go's default).
 	Levers Levers
+	// HTTPLevers are net/http's server settings for the HTTP listener
+	// (the zero HTTPLevers leaves net/http's defaults).
+	HTTPLevers HTTPLevers
 	// TLSCert and TLSKey are PEM files: when set, the gRPC and HTTP
 	// listeners serve TLS with them ("" = plaintext; the debug listener
 	// stays plaintext).
@@ -113,6 +116,9 @@ func Serve(ctx context.Context, o Options) error {
 	if err := o.Levers.Check(); err != nil {
 		return err
 	}
+	if err := o.HTTPLevers.Check(); err != nil {
+		return err
+	}
 	tlsConf, err := o.tlsConfig()
 	if err != nil {
 		return err
@@ -151,7 +157,7 @@ func Serve(ctx context.Context, o Options) error {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/echo", HTTPEcho)
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-		hsrv, err := listenHTTP(o.HTTPAddr, mux, tlsConf, errc)
+		hsrv, err := listenHTTP(o.HTTPAddr, mux, tlsConf, o.HTTPLevers, errc)
 		if err != nil {
 			srv.Stop()
 			return err
@@ -163,7 +169,7 @@ func Serve(ctx context.Context, o Options) error {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.Handle(rtmetrics.Path, rtmetrics.Handler())
-		dsrv, err := listenHTTP(o.DebugAddr, mux, nil, errc)
+		dsrv, err := listenHTTP(o.DebugAddr, mux, nil, HTTPLevers{}, errc)
 		if err != nil {
 			srv.Stop()
 			return err
@@ -224,7 +230,7 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 	return c, nil
 }
 
-func listenHTTP(addr string, h http.Handler, tlsConf *tls.Config, errc chan<- error) (*http.Server, error) {
+func listenHTTP(addr string, h http.Handler, tlsConf *tls.Config, levers HTTPLevers, errc chan<- error) (*http.Server, error) {
 	network := "tcp"
 	if strings.HasPrefix(addr, "/") {
 		network = "unix"
@@ -235,6 +241,7 @@ func listenHTTP(addr string, h http.Handler, tlsConf *tls.Config, errc chan<- er
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	levers.apply(s)
 	if tlsConf != nil {
 		c := tlsConf.Clone()
 		c.NextProtos = []string{"h2", "http/1.1"}
