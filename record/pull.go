@@ -274,12 +274,15 @@ type PullBreakEven struct {
 	// Always is "small" or "other" when that image wins at any number of
 	// starts per pull ("" when there is a break-even, or no difference).
 	Always string `json:"always_wins,omitempty"`
-	// FirstP and WarmP are the Mann–Whitney p-values of the two images'
-	// first-start costs (node → first RPC, per pull) and of their arms'
-	// warm starts; a difference that is not significant at
+	// FirstP and WarmP are the p-values of the two images' first-start
+	// costs (node → first RPC, per pull), compared by FirstTest: paired by
+	// iteration (the signed-rank test) where enough iterations pair, else
+	// Mann–Whitney; and of their arms' warm starts (Mann–Whitney: pooled
+	// over each arm's variants). A difference that is not significant at
 	// stats.DefaultConfidence counts as none.
-	FirstP float64 `json:"first_p"`
-	WarmP  float64 `json:"warm_p"`
+	FirstP    float64 `json:"first_p"`
+	FirstTest string  `json:"first_test"`
+	WarmP     float64 `json:"warm_p"`
 	// NoDifference: neither difference is significant; nothing is
 	// concluded.
 	NoDifference bool `json:"no_difference,omitempty"`
@@ -334,12 +337,18 @@ func PullArmStarts(rows []PullRow) map[string]PullStarts {
 func PullBreakEvens(rows []PullRow) []PullBreakEven {
 	sums := SummarizePulls(rows)
 	starts := PullArmStarts(rows)
-	first := map[string][]float64{} // variant@bandwidth: node → first RPC per pull
-	warm := map[string][]float64{}  // arm: warm starts
+	// Every variant is pulled once per iteration at each bandwidth, the
+	// iterations interleaved: an iteration is a round, and two variants'
+	// first starts pair by it.
+	first := map[string]stats.Rounds{} // variant@bandwidth: node → first RPC per iteration
+	warm := map[string][]float64{}     // arm: warm starts, pooled over its variants
 	for _, r := range rows {
 		if r.Deploy == 1 && r.ColdStartMs > 0 {
 			k := r.PullVariant.String() + "@" + r.Bandwidth
-			first[k] = append(first[k], r.NodeToFirstRPCMs)
+			if first[k] == nil {
+				first[k] = stats.Rounds{}
+			}
+			first[k][r.Iteration] = r.NodeToFirstRPCMs
 			warm[r.Arm] = append(warm[r.Arm], r.WarmStartMs)
 		}
 	}
@@ -357,12 +366,13 @@ func PullBreakEvens(rows []PullRow) []PullBreakEven {
 				continue
 			}
 			e := pullBreakEven(a, b, sa, sb)
-			fp := stats.Compare(first[a.PullVariant.String()+"@"+a.Bandwidth], first[b.PullVariant.String()+"@"+b.Bandwidth], stats.DefaultConfidence).P
+			fc := stats.CompareRounds(first[a.PullVariant.String()+"@"+a.Bandwidth], first[b.PullVariant.String()+"@"+b.Bandwidth], stats.DefaultConfidence)
 			wp := 1.0
 			if a.Arm != b.Arm {
 				wp = stats.Compare(warm[a.Arm], warm[b.Arm], stats.DefaultConfidence).P
 			}
-			out = append(out, e.resolve(fp, wp))
+			e.FirstTest = fc.Test
+			out = append(out, e.resolve(fc.P, wp))
 		}
 	}
 	return out

@@ -3,6 +3,8 @@ package record
 import (
 	"math"
 	"testing"
+
+	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
 func TestPullBreakEven(t *testing.T) {
@@ -93,5 +95,45 @@ func TestComparePulls(t *testing.T) {
 				t.Errorf("%s (the same pulls): %+v, want no difference detected, ratio 1", what, v)
 			}
 		}
+	}
+}
+
+// TestPullBreakEvensPaired: two images' first starts pair by iteration.
+// Each iteration's noise (a burst of steal hits the whole round) moves
+// both alike, and the small image is 3% cheaper in every round: paired by
+// iteration that is significant, where the same values unpaired, the
+// rounds' spread swamping 3%, are not.
+func TestPullBreakEvensPaired(t *testing.T) {
+	small := PullVariant{Arm: "upx", Compression: "gzip", Layering: "single"}
+	big := PullVariant{Arm: "static", Compression: "gzip", Layering: "single"}
+	var rows []PullRow
+	var fa, fb []float64
+	for it := 1; it <= 10; it++ {
+		round := 1 + 0.5*float64((it*7)%10)/10 // 1.0 … 1.45, one per round
+		for _, v := range []struct {
+			v     PullVariant
+			ms    float64
+			bytes int64
+		}{{small, 970, 2e6}, {big, 1000, 6e6}} {
+			ms := v.ms * round
+			rows = append(rows, PullRow{PullVariant: v.v, Deploy: 1, Bandwidth: "10Mbit", Iteration: it, ImageBytes: v.bytes,
+				ImageReadyMs: ms / 2, ColdStartMs: ms / 2, WarmStartMs: 10 + float64(it)/100, NodeToFirstRPCMs: ms})
+			if v.v == small {
+				fa = append(fa, ms)
+			} else {
+				fb = append(fb, ms)
+			}
+		}
+	}
+	es := PullBreakEvens(rows)
+	if len(es) != 1 {
+		t.Fatalf("%d break-evens, want 1: %+v", len(es), es)
+	}
+	e := es[0]
+	if e.FirstTest != stats.PairedWilcoxon || e.FirstP >= 0.05 {
+		t.Errorf("first start: test %s p %.3f, want paired-wilcoxon and significant", e.FirstTest, e.FirstP)
+	}
+	if p := stats.Compare(fa, fb, stats.DefaultConfidence).P; p < 0.05 {
+		t.Errorf("unpaired p %.3f: the test shows nothing unless unpaired misses it", p)
 	}
 }

@@ -273,7 +273,7 @@ func (r *Report) pullRecs() ([]Recommendation, []held) {
 					a, b := e.SmallFirstMs, e.OtherFirstMs
 					hs = append(hs, held{ref: pr, why: whyNoDifference + " (first and later starts)", row: ComparisonRow{
 						Kind: "arms", Campaign: c.Label, Scope: fmt.Sprintf("%s/%s @%s", e.Small.Compression, e.Small.Layering, e.Bandwidth),
-						Metric: "node_to_first_rpc_ms", A: e.Small.Arm, B: e.Other.Arm, MedianA: &a, MedianB: &b, PValue: e.FirstP}})
+						Metric: "node_to_first_rpc_ms", A: e.Small.Arm, B: e.Other.Arm, MedianA: &a, MedianB: &b, PValue: e.FirstP, Test: e.FirstTest}})
 				}
 				continue
 			}
