@@ -114,23 +114,40 @@ func (c *h1Conn) dial(ctx context.Context) error {
 func (c *h1Conn) read(conn net.Conn, pending chan chan error) {
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for w := range pending {
-		err := readResponse(br)
-		w <- err
+		closeConn, err := readResponse(br)
 		var se statusError
 		if err != nil && !errors.As(err, &se) {
+			w <- err
 			c.fail(conn, pending, err)
 			return
 		}
+		if closeConn {
+			// A whole answer, and the server's last on this connection:
+			// marked broken before the caller hears, so that its next
+			// call dials a new one, as any HTTP/1.1 client would; calls
+			// pipelined behind it get no answer.
+			c.broken(conn, errServerClosed)
+			w <- err
+			c.fail(conn, pending, errServerClosed)
+			return
+		}
+		w <- err
 	}
+}
+
+// broken marks conn broken with err, unless one broke it first: no call
+// queues on it any more.
+func (c *h1Conn) broken(conn net.Conn, err error) {
+	c.mu.Lock()
+	if c.conn == conn && c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
 }
 
 // fail marks conn broken and answers every queued caller with err.
 func (c *h1Conn) fail(conn net.Conn, pending chan chan error, err error) {
-	c.mu.Lock()
-	if c.conn == conn {
-		c.err = err
-	}
-	c.mu.Unlock()
+	c.broken(conn, err)
 	conn.Close()
 	// No caller queues on this connection any more (c.err is set under
 	// mu before they queue), so what is queued now is all there is.
@@ -155,6 +172,10 @@ func (c *h1Conn) shut() {
 
 // errClosed is returned by a call on a transport that was closed.
 var errClosed = errors.New("connection closed by steady")
+
+// errServerClosed answers the calls pipelined behind a response that
+// said Connection: close.
+var errServerClosed = errors.New("the server closed the connection (Connection: close) before answering this pipelined request")
 
 type h1Caller struct {
 	c    *h1Conn
@@ -194,24 +215,26 @@ func (k *h1Caller) call(ctx context.Context) error {
 
 // readResponse reads one HTTP/1.1 response and discards its body: a 2xx is
 // nil, anything else an error quoting the status line and the body's start.
-func readResponse(br *bufio.Reader) error {
+// closeConn says the server closes the connection after it (Connection:
+// close), which makes it no less an answer.
+func readResponse(br *bufio.Reader) (closeConn bool, err error) {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return fmt.Errorf("read response: %w", err)
+		return false, fmt.Errorf("read response: %w", err)
 	}
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return fmt.Errorf("read response: bad status line %q", trimCRLF(line))
+		return false, fmt.Errorf("read response: bad status line %q", trimCRLF(line))
 	}
 	code := int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
 	var status string
 	if code < 200 || code > 299 {
 		status = string(trimCRLF(line))
 	}
-	length, chunked, closeConn := int64(-1), false, false
+	length, chunked := int64(-1), false
 	for {
 		h, err := br.ReadSlice('\n')
 		if err != nil {
-			return fmt.Errorf("read response header: %w", err)
+			return false, fmt.Errorf("read response header: %w", err)
 		}
 		h = trimCRLF(h)
 		if len(h) == 0 {
@@ -226,7 +249,7 @@ func readResponse(br *bufio.Reader) error {
 		case bytes.EqualFold(name, []byte("Content-Length")):
 			length, err = strconv.ParseInt(string(value), 10, 64)
 			if err != nil {
-				return fmt.Errorf("read response: bad Content-Length %q", value)
+				return false, fmt.Errorf("read response: bad Content-Length %q", value)
 			}
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			chunked = bytes.EqualFold(value, []byte("chunked"))
@@ -244,7 +267,7 @@ func readResponse(br *bufio.Reader) error {
 		for {
 			l, err := br.ReadSlice('\n')
 			if err != nil {
-				return fmt.Errorf("read chunk size: %w", err)
+				return false, fmt.Errorf("read chunk size: %w", err)
 			}
 			l = trimCRLF(l)
 			if i := bytes.IndexByte(l, ';'); i >= 0 {
@@ -252,13 +275,13 @@ func readResponse(br *bufio.Reader) error {
 			}
 			n, err := strconv.ParseInt(string(bytes.TrimSpace(l)), 16, 64)
 			if err != nil {
-				return fmt.Errorf("read response: bad chunk size %q", l)
+				return false, fmt.Errorf("read response: bad chunk size %q", l)
 			}
 			if n == 0 {
 				for { // trailers, then the blank line
 					t, err := br.ReadSlice('\n')
 					if err != nil {
-						return fmt.Errorf("read trailer: %w", err)
+						return false, fmt.Errorf("read trailer: %w", err)
 					}
 					if len(trimCRLF(t)) == 0 {
 						break
@@ -267,26 +290,28 @@ func readResponse(br *bufio.Reader) error {
 				break
 			}
 			if _, err := io.CopyN(sink, br, n); err != nil {
-				return fmt.Errorf("read chunk: %w", err)
+				return false, fmt.Errorf("read chunk: %w", err)
 			}
 			if _, err := br.Discard(2); err != nil {
-				return fmt.Errorf("read chunk end: %w", err)
+				return false, fmt.Errorf("read chunk end: %w", err)
 			}
 		}
 	case length >= 0:
 		if _, err := io.CopyN(sink, br, length); err != nil {
-			return fmt.Errorf("read response body: %w", err)
+			return false, fmt.Errorf("read response body: %w", err)
+		}
+	case closeConn:
+		// The body runs to the end of the connection.
+		if _, err := io.Copy(sink, br); err != nil {
+			return false, fmt.Errorf("read response body: %w", err)
 		}
 	default:
-		return errors.New("read response: neither Content-Length nor chunked (keep-alive impossible)")
+		return false, errors.New("read response: neither Content-Length nor chunked (keep-alive impossible)")
 	}
 	if status != "" {
-		return statusError(fmt.Sprintf("%s: %s", status, bytes.TrimSpace(body.Bytes())))
+		return closeConn, statusError(fmt.Sprintf("%s: %s", status, bytes.TrimSpace(body.Bytes())))
 	}
-	if closeConn {
-		return errors.New("server closed the keep-alive connection (Connection: close)")
-	}
-	return nil
+	return closeConn, nil
 }
 
 // statusError is a whole response with a status other than 2xx: counted

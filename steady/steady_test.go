@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -342,6 +343,36 @@ func TestHTTPOnly(t *testing.T) {
 		}
 		if r.AllocBytesPerCall != nil || r.GoMaxProcs != 0 {
 			t.Errorf("%s %s: runtime metrics from a server that serves none: %v %d", r.Protocol, r.Scenario, r.AllocBytesPerCall, r.GoMaxProcs)
+		}
+	}
+}
+
+// TestHTTPConnectionClose: a server that closes each HTTP/1.1 connection
+// after its response (the sample with --http-no-keepalives) answers every
+// call: each is counted once, none an error, and the next call dials a
+// new connection, as any HTTP/1.1 client does.
+func TestHTTPConnectionClose(t *testing.T) {
+	var c collect
+	arm := sampleArm(t)
+	arm.Args = append(slices.Clone(arm.Args), "--http-no-keepalives")
+	cfg := Config{
+		Rounds:      1,
+		Arms:        []Arm{arm},
+		Protocols:   []Protocol{HTTP1},
+		Scenarios:   []Scenario{Sequential, Throughput},
+		Concurrency: []int{4},
+		Warmup:      50,
+		Calls:       500,
+	}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(c.rows))
+	}
+	for _, r := range c.rows {
+		if r.Calls != 500 || r.Errors != 0 {
+			t.Errorf("%s: calls %d errors %d (%s), want 500 and none", r.Scenario, r.Calls, r.Errors, r.FirstError)
 		}
 	}
 }
