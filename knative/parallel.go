@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/internal/progress"
@@ -33,6 +34,8 @@ type Parallel struct {
 	ColdStart
 	// Sizes are the Ns, each at least 1, none twice.
 	Sizes []int
+
+	probe ProbeFunc // nil = CheckerProbe(Checker); a test's stand-in for the cluster
 }
 
 // ParallelCopies are the copies (from 1) each size of sizes uses, in
@@ -75,8 +78,16 @@ func CheckParallelSizes(sizes []int) error {
 // and each burst (record.BurstKind) to onRecord as it is taken, and
 // returns the bursts. A Service that gives no healthy reply within the
 // probe timeout ends the campaign after its burst is recorded, with the
-// reason its pod is not running where the cluster gives one (a pod the
-// scheduler cannot place says why).
+// reason its pod is not running where the cluster gives one.
+//
+// A burst whose N pods the cluster cannot hold at once is stopped as soon
+// as the scheduler refuses one of them (burstOnce) and recorded with its
+// reason. No later burst of that arm is at that N or above (they cannot
+// fit either); its smaller sizes and the other arms go on, every round,
+// so the campaign still finishes with what fits. Run then returns the
+// bursts and an error for each arm stopped so, wrapping
+// ErrUnschedulable: where the cluster stops is a result, but N at once
+// was not measured.
 func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) error) ([]record.Burst, error) {
 	if err := CheckParallelSizes(p.Sizes); err != nil {
 		return nil, err
@@ -109,6 +120,9 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 					Target: p.Target, Activator: p.Activator, ProbeTimeout: p.ProbeTimeout,
 					Probe: CheckerProbe(checker), Traces: p.Traces,
 				}
+				if p.probe != nil {
+					mo.Probe = p.probe
+				}
 				a, err := prepare(ctx, p.Clients, mo)
 				if err != nil {
 					return nil, fmt.Errorf("%w (coldstart deploy --arms %s --parallel %s makes the copies)", err, arm, sizesText(p.Sizes))
@@ -127,33 +141,64 @@ func (p Parallel) Run(ctx context.Context, onRecord func(kind string, v any) err
 	prog.Start((1+p.Runs)*len(p.Sizes)*len(p.Arms), "bursts")
 	defer prog.Done()
 	var out []record.Burst
+	// tooBig[arm] is the N at which the cluster could not hold arm's
+	// burst, and unfit the errors that said so, in the order found.
+	tooBig := map[string]int{}
+	var unfit []error
 	for run := 0; run <= p.Runs; run++ {
 		snap, nerr := noise.Host.Take()
 		for i, n := range p.Sizes {
 			for ai := range p.Arms {
 				arm := p.Arms[(ai+run+i)%len(p.Arms)]
+				if big, ok := tooBig[arm]; ok && n >= big {
+					prog.Skip(1)
+					continue
+				}
 				res, err := p.burstOnce(ctx, arm, n, run, runs[arm][i], all, onRecord)
 				out = append(out, res)
 				if rerr := onRecord(record.BurstKind, res); rerr != nil && err == nil {
 					err = fmt.Errorf("record burst: %w", rerr)
 				}
+				if errors.Is(err, ErrUnschedulable) {
+					prog.Step(fmt.Sprintf("run %d/%d  N=%-3d %-8s did not fit: %d of %d pods scheduled", run, p.Runs, n, arm, *res.ScheduledAtOnce, n))
+					tooBig[arm] = n
+					unfit = append(unfit, fmt.Errorf("arm %s: %w (N ≥ %d of %s not run after it)", arm, err, n, arm))
+					continue
+				}
 				prog.Step(fmt.Sprintf("run %d/%d  N=%-3d %-8s p50 %.0f ms, all %.0f ms", run, p.Runs, n, arm, res.P50Ms, res.AllReadyMs))
 				if err != nil {
-					return out, err
+					return out, errors.Join(append(unfit, err)...)
 				}
 			}
 		}
 		if err := roundNoise(p.Noise, run, snap, nerr); err != nil {
-			return out, err
+			return out, errors.Join(append(unfit, err)...)
 		}
 	}
-	return out, nil
+	return out, errors.Join(unfit...)
 }
 
 // burstOnce waits until every Service of the campaign (all) is at zero,
 // takes one t0, and probes set's all at once. Waiting for all, not only
 // set's, keeps the pods of the burst before, still terminating, off the
 // node while this one starts: the N measured is the N on the node.
+//
+// It also means that, at t0, no pod of the campaign holds any of the
+// node's resources (AtZero: none Pending, Running or Terminating), so a
+// pod of the burst that the scheduler calls Unschedulable does not fit
+// beside the burst's own pods (or beside what else, not the campaign's,
+// runs on the cluster): it would not be placed until some of them scale
+// back to zero, and the later first replies would time queueing, not N
+// at once. (The scheduler learns that a pod is gone from the same API
+// the informers read, before Knative has even made the burst's pods, so
+// a pod of the burst before cannot hold room the scheduler counts.)
+// The first such pod stops the burst there (watchFit): its
+// probes are cancelled, every instance is recorded with the error, and
+// the burst with the scheduler's reason and message (Unschedulable) and
+// how many of the N Services' pods it placed (ScheduledAtOnce); the
+// error wraps ErrUnschedulable. Knative scales the burst's pods back to
+// zero itself once their requests are gone; the next burst waits for
+// that as for any other.
 func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, all []*armRun, onRecord func(string, any) error) (record.Burst, error) {
 	res := record.Burst{Arm: arm, Budget: Budget, N: n, Run: run, Warmup: run == 0}
 	for _, a := range all {
@@ -161,27 +206,53 @@ func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, al
 			return res, err
 		}
 	}
+	wake := make(chan struct{}, 1)
+	for _, a := range set {
+		a.obs.setWake(wake)
+		defer a.obs.setWake(nil)
+	}
 	t0 := time.Now()
 	insts := make([]record.BurstInstance, len(set))
+	known := make([]map[types.UID]bool, len(set))
 	for i, a := range set {
 		ok, why, err := a.obs.state()
 		if err == nil && !ok {
 			err = fmt.Errorf("not at zero at t0: %s", why)
 		}
 		if err == nil {
+			known[i], err = knownPods(a.obs)
+		}
+		if err == nil {
 			err = a.obs.startTracking(t0, a.o.Container)
 		}
 		if err != nil {
+			for _, a := range set[:i] {
+				a.obs.stopTracking()
+			}
 			return res, fmt.Errorf("service %s/%s run %d: %w", p.Namespace, a.o.Service, run, err)
 		}
 		insts[i].ZeroAtT0 = zeroProof(a.obs)
 	}
+	// The probes end with pctx: cancelled with errBurstStopped when the
+	// fit watch finds a pod the scheduler cannot place.
+	pctx, stopProbes := context.WithCancelCause(ctx)
+	defer stopProbes(nil)
+	over := make(chan struct{})
+	type fitResult struct {
+		f     fit
+		found bool
+	}
+	fitc := make(chan fitResult, 1)
+	go func() {
+		f, found := watchFit(ctx, set, known, wake, over, func() { stopProbes(errBurstStopped) })
+		fitc <- fitResult{f, found}
+	}()
 	samples := make([]prober.Sample, len(set))
 	errs := make([]error, len(set))
 	var wg sync.WaitGroup
 	for i, a := range set {
 		wg.Go(func() {
-			samples[i], errs[i] = probeFrom(ctx, a.obs, a.o, a.target, a.authority, t0)
+			samples[i], errs[i] = probeFrom(pctx, a.obs, a.o, a.target, a.authority, t0)
 			if errs[i] == nil && samples[i].Error != "" {
 				errs[i] = errors.New(samples[i].Error)
 				if why := a.obs.notRunning(); why != "" {
@@ -191,6 +262,14 @@ func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, al
 		})
 	}
 	wg.Wait()
+	close(over)
+	fr := <-fitc
+	var fitErr error
+	if fr.found && ctx.Err() == nil {
+		fitErr = fr.f.err()
+		res.Unschedulable = fr.f.unschedulable()
+		res.ScheduledAtOnce = &fr.f.scheduled
+	}
 	var times []float64
 	var firstErr error
 	for i, a := range set {
@@ -198,19 +277,30 @@ func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, al
 		s := samples[i]
 		in.Arm, in.Budget, in.N, in.Run, in.Warmup, in.Instance = arm, Budget, n, run, run == 0, i+1
 		in.Service, in.Attempts, in.Phases = a.o.Service, s.Attempts, s.Phases
-		if errs[i] != nil {
-			in.Error = errs[i].Error()
+		answered := errs[i] == nil || (errors.Is(errs[i], errBurstStopped) && s.FirstRPCMs > 0)
+		if answered {
+			// Also in a stopped burst: the reply came, but not as one
+			// of N at once (Error says so).
+			in.FirstRPCMs, in.ReadyMs = s.FirstRPCMs, s.FirstRPCMs
+			times = append(times, s.FirstRPCMs)
+		} else {
 			res.Failed++
+		}
+		switch {
+		case fitErr != nil:
+			in.Error = fitErr.Error()
+		case errs[i] != nil:
+			in.Error = errs[i].Error()
 			if firstErr == nil {
 				firstErr = fmt.Errorf("service %s/%s run %d (N=%d): %w", p.Namespace, a.o.Service, run, n, errs[i])
 			}
-		} else {
-			in.FirstRPCMs, in.ReadyMs = s.FirstRPCMs, s.FirstRPCMs
-			times = append(times, s.FirstRPCMs)
 		}
 		if err := onRecord(record.BurstInstanceKind, *in); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("record burst instance: %w", err)
 		}
+	}
+	if fitErr != nil && firstErr == nil {
+		firstErr = fitErr
 	}
 	if firstErr != nil {
 		res.Error = firstErr.Error()
@@ -219,6 +309,11 @@ func (p Parallel) burstOnce(ctx context.Context, arm string, n, run int, set, al
 	res.SetTimes(times) // one t0 for all: the last first reply is when all serve
 	return res, nil
 }
+
+// errBurstStopped ends the probes of a burst whose pods do not fit: the
+// burst's own error, with the scheduler's words, follows from the fit
+// watch.
+var errBurstStopped = errors.New("burst stopped: a pod of it cannot be scheduled")
 
 // zeroProof says what the synced informers held for the Service: its
 // revisions' Deployments with their replicas, and how many pods (none

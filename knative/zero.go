@@ -78,6 +78,9 @@ type observer struct {
 
 	mu      sync.Mutex
 	tracker *phaseTracker // nil outside a measurement
+	// wake, during a burst, is the burst's fit watch: every event sends
+	// it a non-blocking "look again" (nil outside a burst).
+	wake chan<- struct{}
 }
 
 // observe starts the informers and returns once both have synced: a wait
@@ -158,6 +161,12 @@ func (o *observer) event(obj any) {
 	if o.tracker != nil {
 		o.tracker.observe(at, obj)
 	}
+	if o.wake != nil {
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
 	o.mu.Unlock()
 	select {
 	case o.changed <- struct{}{}:
@@ -218,6 +227,14 @@ func (o *observer) startTracking(t0 time.Time, container string) error {
 	o.tracker = t
 	o.mu.Unlock()
 	return nil
+}
+
+// setWake makes every event also wake ch (nil: no longer); several
+// observers may share one ch.
+func (o *observer) setWake(ch chan<- struct{}) {
+	o.mu.Lock()
+	o.wake = ch
+	o.mu.Unlock()
 }
 
 // stopTracking ends the measurement and returns its tracker.

@@ -98,7 +98,20 @@ type Burst struct {
 	// the first one's error.
 	Failed int    `json:"failed,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Unschedulable, for N Knative Services scaled from zero at once
+	// (run --on knative --parallel), is the scheduler's word on the
+	// first pod of the burst it could not place ("pod NAME:
+	// Unschedulable: 0/1 nodes are available: 1 Insufficient cpu"): the
+	// cluster cannot hold N at once, so the burst was stopped there and
+	// has no figures. ScheduledAtOnce is then how many of its N
+	// Services had their pod placed (nil: not such a burst).
+	Unschedulable   string `json:"unschedulable,omitempty"`
+	ScheduledAtOnce *int   `json:"scheduled_at_once,omitempty"`
 }
+
+// DidNotFit reports whether b was stopped because the cluster could not
+// hold its N at once (Unschedulable).
+func (b Burst) DidNotFit() bool { return b.Unschedulable != "" }
 
 // BurstSummary is one arm under one budget at one burst size, over the
 // counted rounds: the median over rounds of each burst's figures, with
