@@ -64,8 +64,8 @@ func (r *Report) burstSection(m *mdw, plots func(*Campaign, string)) {
 	m.p("\n\n")
 	for _, c := range r.Campaigns {
 		sums := r.burstSums(c)
-		if len(sums) == 0 {
-			continue
+		if len(sums) == 0 && !(c.Knative() && len(c.Bursts) > 0) {
+			continue // a Knative campaign whose every N failed still says why
 		}
 		for _, b := range budgetsOf(sums, func(s BurstSummary) string { return s.Budget }) {
 			var rows [][]string

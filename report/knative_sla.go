@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
@@ -50,13 +51,22 @@ func (r *Report) knativeParallelSLA(m *mdw, c *Campaign) {
 	}
 	var order []key
 	rounds := map[key][]Burst{}
+	// unfit are the bursts, warm-up ones too, that the cluster could not
+	// hold at once: in whichever round one was, N at once does not fit.
+	unfit := map[key][]Burst{}
 	for _, b := range c.Bursts {
-		if b.Warmup {
+		if b.Warmup && !b.DidNotFit() {
 			continue
 		}
 		k := key{b.Arm, b.N}
 		if _, ok := rounds[k]; !ok {
-			order = append(order, k)
+			if _, ok := unfit[k]; !ok {
+				order = append(order, k)
+			}
+		}
+		if b.DidNotFit() {
+			unfit[k] = append(unfit[k], b)
+			continue
 		}
 		rounds[k] = append(rounds[k], b)
 	}
@@ -100,9 +110,23 @@ func (r *Report) knativeParallelSLA(m *mdw, c *Campaign) {
 		}
 		return a.n - b.n
 	})
+	held := heldText(c)
 	var rows [][]string
+	var stops []string
+	stopped := map[string]bool{}
 	for _, k := range order {
 		bs := rounds[k]
+		if u := unfit[k]; len(u) > 0 {
+			text := fitText(held, u[0])
+			if !stopped[k.arm] {
+				stopped[k.arm] = true
+				stops = append(stops, fmt.Sprintf("%s: %s", k.arm, text))
+			}
+			if len(bs) == 0 {
+				rows = append(rows, []string{k.arm, strconv.Itoa(k.n), "0", "–", "–", "did not fit: " + text, "–", "–"})
+				continue
+			}
+		}
 		var p95s, maxs []float64
 		for _, b := range bs {
 			if b.Failed == 0 {
@@ -125,6 +149,9 @@ func (r *Report) knativeParallelSLA(m *mdw, c *Campaign) {
 			}
 			sla = fmt.Sprintf("p95 ≤ %s, max ≤ %s: %s (%d of %d rounds)", limitText(s.p95Ms), limitText(s.maxMs), verdict, met, len(bs))
 		}
+		for _, u := range unfit[k] {
+			sla += fmt.Sprintf("; round %d did not fit: %s", u.Run, fitText(held, u))
+		}
 		pod := "–"
 		if xs := podStart[k]; len(xs) > 0 {
 			p99 := record.Quantiles(xs, 0.99)[0]
@@ -145,7 +172,31 @@ func (r *Report) knativeParallelSLA(m *mdw, c *Campaign) {
 	}
 	m.p("**Against Knative's own benchmark and Kubernetes' SLO** (`%s`)\n\n", c.Label)
 	m.table([]string{"arm", "N", "rounds", "p95 ms (median of rounds)", "max ms (median of rounds)", "Knative benchmark SLA", "pod created → started, p99 ms (Kubernetes SLO)", "longest step, median instance"}, rows)
+	if len(stops) > 0 {
+		m.p("**Where the cluster stopped:** %s. A burst stops at the first of its pods the scheduler cannot place (PodScheduled False, Unschedulable, in the scheduler's words), since every pod of the campaign was gone at t0: placing it would wait for other pods of the burst to scale back to zero, and its time would be queueing, not N at once. No larger N of that arm was run after it.\n\n", strings.Join(stops, "; "))
+	}
 	m.p("N Services of one arm were scaled from zero at once, each first proven at zero (its revision's Deployment at 0 replicas and no pod, seen by synced informers; each instance's `zero_at_t0` records it), and probed together from one t0 through the activator. Knative's benchmark (`test/performance/benchmarks/scale-from-zero`) holds each run's p95 and max of the Services' time to answer to the limits shown, defined for N = 1, 5, 25 and 100; it never checks that no pod existed at t0. Kubernetes' pod-startup SLO counts pod created → containers started, image pulls excluded, p99 ≤ 5 s per cluster-day.\n\n")
+}
+
+// heldText names what held a burst's pods: "the node" on a single-node
+// cluster, else "the cluster".
+func heldText(c *Campaign) string {
+	if c.Provenance.Notes["cluster_nodes"] == "1" {
+		return "the node"
+	}
+	return "the cluster"
+}
+
+// fitText says how much of a burst that did not fit the cluster held at
+// once, and the scheduler's reason: "the node held 2 of 5 at once: N=5
+// did not fit (pod X: Unschedulable: 0/1 nodes are available: 1
+// Insufficient cpu)".
+func fitText(held string, b Burst) string {
+	k := "?"
+	if b.ScheduledAtOnce != nil {
+		k = strconv.Itoa(*b.ScheduledAtOnce)
+	}
+	return fmt.Sprintf("%s held %s of %d at once: N=%d did not fit (%s)", held, k, b.N, b.N, strings.TrimSuffix(b.Unschedulable, "."))
 }
 
 // msOrDashSlice is the median of xs in ms, or "–" for none.

@@ -72,6 +72,65 @@ func TestKnativeParallelSLA(t *testing.T) {
 	}
 }
 
+// TestKnativeParallelDidNotFit: a burst the cluster could not hold at
+// once, warm-up or counted, is a row saying how many of N the node held
+// and the scheduler's reason, not a missing one, and the section says
+// where each arm stopped, also for an arm with no N that fit.
+func TestKnativeParallelDidNotFit(t *testing.T) {
+	two, none := 2, 0
+	lines := []string{
+		`{"kind":"provenance","schema":"coldstart/v1","tool":"coldstart","notes":{"cluster_nodes":"1","parallel":"N Services"}}`,
+	}
+	insufficient := "pod coldstart-static-copy4-00001-deployment-x: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu."
+	bursts := []record.Burst{
+		{Arm: "static", Budget: "knative", N: 1, Run: 0, Warmup: true, P50Ms: 900, P95Ms: 900, MaxMs: 900, AllReadyMs: 900},
+		{Arm: "static", Budget: "knative", N: 5, Run: 0, Warmup: true, Failed: 3, Error: "N=5 does not fit", Unschedulable: insufficient, ScheduledAtOnce: &two},
+		{Arm: "upx", Budget: "knative", N: 1, Run: 0, Warmup: true, Failed: 1, Error: "N=1 does not fit", ScheduledAtOnce: &none,
+			Unschedulable: "pod coldstart-upx-copy1-00001-deployment-y: Unschedulable: 0/1 nodes are available: 1 node(s) had untolerated taint {gpu: }."},
+	}
+	for run := 1; run <= 2; run++ {
+		bursts = append(bursts, record.Burst{Arm: "static", Budget: "knative", N: 1, Run: run, P50Ms: 40, P95Ms: 40, P99Ms: 40, MaxMs: 40, AllReadyMs: 40})
+	}
+	for _, b := range bursts {
+		raw, _ := json.Marshal(b)
+		lines = append(lines, `{"kind":"burst",`+string(raw[1:]))
+	}
+	path := filepath.Join(t.TempDir(), "20261202-170000_coldstart-knative.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := load(t, path)
+	var out strings.Builder
+	r.burstSection(&mdw{w: &out}, func(*Campaign, string) {})
+	got := out.String()
+	for _, want := range []string{
+		"| static | 1 | 2 | 40.0 | 40.0 | p95 ≤ 50 ms, max ≤ 50 ms: met (2 of 2 rounds) |",
+		"| static | 5 | 0 | – | – | did not fit: the node held 2 of 5 at once: N=5 did not fit (pod coldstart-static-copy4-00001-deployment-x: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu) | – | – |",
+		"| upx | 1 | 0 | – | – | did not fit: the node held 0 of 1 at once: N=1 did not fit (pod coldstart-upx-copy1-00001-deployment-y: Unschedulable: 0/1 nodes are available: 1 node(s) had untolerated taint {gpu: }) |",
+		"**Where the cluster stopped:** static: the node held 2 of 5 at once: N=5 did not fit (pod coldstart-static-copy4-00001-deployment-x: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu); upx: the node held 0 of 1 at once: N=1 did not fit (",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+
+	// A counted round that did not fit beside rounds that did: the row
+	// keeps the rounds that fit and names the one that did not.
+	lines = append(lines, `{"kind":"burst",`+func() string {
+		raw, _ := json.Marshal(record.Burst{Arm: "static", Budget: "knative", N: 1, Run: 3, Failed: 1, Error: "N=1 does not fit", Unschedulable: insufficient, ScheduledAtOnce: &none})
+		return string(raw[1:])
+	}())
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = load(t, path)
+	out.Reset()
+	r.knativeParallelSLA(&mdw{w: &out}, r.Campaigns[0])
+	if want := "| static | 1 | 2 | 40.0 | 40.0 | p95 ≤ 50 ms, max ≤ 50 ms: met (2 of 2 rounds); round 3 did not fit: the node held 0 of 1 at once: N=1 did not fit (pod coldstart-static-copy4"; !strings.Contains(out.String(), want) {
+		t.Errorf("no %q in:\n%s", want, out.String())
+	}
+}
+
 // TestRequestBursts: a --burst-requests campaign lists, per counted
 // burst, the pods made and when the first and last were Ready, not the
 // SLAs of N Services.
