@@ -151,9 +151,34 @@ func runKnativeParallel(ctx context.Context, o *runOptions, cs knative.ColdStart
 	return o.knativeBursts(w, notes, "--parallel", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
 		p.Noise = onNoise
 		return p.Run(ctx, add)
-	}, func(w io.Writer, _ []record.Burst, sums []record.BurstSummary) error {
-		return writeBurstText(w, sums, o.Confidence, o.Runs)
+	}, func(w io.Writer, bursts []record.Burst, sums []record.BurstSummary) error {
+		if err := writeBurstText(w, sums, o.Confidence, o.Runs); err != nil {
+			return err
+		}
+		return writeDidNotFit(w, bursts)
 	})
+}
+
+// writeDidNotFit says, per arm, the first N the cluster could not hold at
+// once and how many of its pods it placed: the table above has no row for
+// it (a burst that did not fit has no figures).
+func writeDidNotFit(w io.Writer, bursts []record.Burst) error {
+	seen := map[string]bool{}
+	for _, b := range bursts {
+		if !b.DidNotFit() || seen[b.Arm] {
+			continue
+		}
+		seen[b.Arm] = true
+		held := "?"
+		if b.ScheduledAtOnce != nil {
+			held = fmt.Sprint(*b.ScheduledAtOnce)
+		}
+		if _, err := fmt.Fprintf(w, "%s: N=%d did not fit at once: %s of %d pods scheduled (%s); N ≥ %d not run after it\n",
+			b.Arm, b.N, held, b.N, b.Unschedulable, b.N); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // knativeBursts writes a Knative burst campaign's results file, named

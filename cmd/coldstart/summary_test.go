@@ -104,3 +104,24 @@ func TestColdTextFewRuns(t *testing.T) {
 		t.Errorf("3+3 runs resolve nothing, want ~:\n%s", b.String())
 	}
 }
+
+// TestWriteDidNotFit: per arm, the first N the cluster could not hold at
+// once is named with how many of its pods it placed and why, once;
+// bursts that fit say nothing.
+func TestWriteDidNotFit(t *testing.T) {
+	two := 2
+	bursts := []record.Burst{
+		{Arm: "static", N: 1, Run: 1},
+		{Arm: "static", N: 5, Run: 0, Unschedulable: "pod p: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu", ScheduledAtOnce: &two},
+		{Arm: "upx", N: 5, Run: 1},
+		{Arm: "static", N: 5, Run: 1, Unschedulable: "pod q: Unschedulable: again", ScheduledAtOnce: &two},
+	}
+	var b strings.Builder
+	if err := writeDidNotFit(&b, bursts); err != nil {
+		t.Fatal(err)
+	}
+	want := "static: N=5 did not fit at once: 2 of 5 pods scheduled (pod p: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu); N ≥ 5 not run after it\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
