@@ -7,7 +7,8 @@
 // prebound arm hands it over; it then ignores --addr, --unix and $PORT),
 // else --addr, --unix, or ":$PORT" (Knative's convention). The debug listener is off unless --debug-addr or
 // $COLDSTART_DEBUG_ADDR names it. With --tls-cert and --tls-key the gRPC and
-// HTTP listeners serve TLS (HTTP/2 or HTTP/1.1 by ALPN), and with
+// HTTP listeners serve TLS (HTTP/2 or HTTP/1.1 by ALPN), --http3-addr adds
+// HTTP/3 (QUIC, UDP) on the HTTP listener's handler, and with
 // --client-ca they require client certificates (mTLS). grpc-go's server settings a service
 // owner reaches for are flags of the same names (--num-stream-workers,
 // --max-concurrent-streams, the window and buffer sizes, keepalive), and
@@ -38,6 +39,7 @@ func main() {
 	flag.StringVar(&o.Addr, "addr", "", "gRPC listen address host:port (default \":$PORT\")")
 	flag.StringVar(&o.Unix, "unix", "", "gRPC Unix socket path (replaces --addr)")
 	flag.StringVar(&o.HTTPAddr, "http-addr", os.Getenv("HTTP_ADDR"), "HTTP/1.1 JSON echo address, POST /echo (\"\" = off; default $HTTP_ADDR)")
+	flag.StringVar(&o.HTTP3Addr, "http3-addr", os.Getenv("HTTP3_ADDR"), "HTTP/3 (QUIC) address, UDP host:port, serving the HTTP handler; needs --tls-cert, and may be --http-addr's host:port (\"\" = off; default $HTTP3_ADDR)")
 	flag.StringVar(&o.DebugAddr, "debug-addr", os.Getenv(rtmetrics.EnvAddr), "pprof and runtime metrics address (\"\" = off; default $"+rtmetrics.EnvAddr+")")
 	flag.DurationVar(&o.NotReadyFor, "not-ready-for", 0, "report NOT_SERVING for this long after start (0 = ready at once)")
 	flag.StringVar(&o.TLSCert, "tls-cert", "", "serve TLS on the gRPC and HTTP listeners with this PEM certificate (with --tls-key; \"\" = plaintext)")

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quic-go/quic-go/http3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -42,6 +43,11 @@ type Options struct {
 	Listener net.Listener
 	// HTTPAddr is the HTTP/1.1 JSON echo listener (POST /echo); "" = off.
 	HTTPAddr string
+	// HTTP3Addr is a UDP host:port serving the HTTP listener's handler
+	// over HTTP/3 (QUIC); "" = off. It needs TLSCert and TLSKey (QUIC has
+	// no clear text), and may be HTTPAddr's own host:port: a UDP port is
+	// not a TCP one, and HTTPS servers serve HTTP/3 beside TCP so.
+	HTTP3Addr string
 	// DebugAddr serves /debug/pprof/ and /debug/runtime (Go runtime
 	// metrics as JSON); "" = off.
 	DebugAddr string
@@ -123,6 +129,9 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.HTTP3Addr != "" && tlsConf == nil {
+		return fmt.Errorf("--http3-addr %s: HTTP/3 runs over QUIC, which is always TLS: give --tls-cert and --tls-key", o.HTTP3Addr)
+	}
 	lis := o.Listener
 	if lis == nil {
 		network, address := "tcp", o.Addr
@@ -151,18 +160,32 @@ func Serve(ctx context.Context, o Options) error {
 		time.AfterFunc(o.NotReadyFor, func() { hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING) })
 	}
 
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	var closers []func()
+	httpMux := http.NewServeMux()
+	httpMux.HandleFunc("/echo", HTTPEcho)
+	httpMux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	stopAll := func() {
+		srv.Stop()
+		for _, c := range closers {
+			c()
+		}
+	}
 	if o.HTTPAddr != "" {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/echo", HTTPEcho)
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-		hsrv, err := listenHTTP(o.HTTPAddr, mux, tlsConf, o.HTTPLevers, errc)
+		hsrv, err := listenHTTP(o.HTTPAddr, httpMux, tlsConf, o.HTTPLevers, errc)
 		if err != nil {
-			srv.Stop()
+			stopAll()
 			return err
 		}
 		closers = append(closers, func() { hsrv.Close() })
+	}
+	if o.HTTP3Addr != "" {
+		h3, err := listenHTTP3(o.HTTP3Addr, httpMux, tlsConf, errc)
+		if err != nil {
+			stopAll()
+			return err
+		}
+		closers = append(closers, func() { h3.Close() })
 	}
 	if o.DebugAddr != "" {
 		mux := http.NewServeMux()
@@ -171,7 +194,7 @@ func Serve(ctx context.Context, o Options) error {
 		mux.Handle(rtmetrics.Path, rtmetrics.Handler())
 		dsrv, err := listenHTTP(o.DebugAddr, mux, nil, HTTPLevers{}, errc)
 		if err != nil {
-			srv.Stop()
+			stopAll()
 			return err
 		}
 		closers = append(closers, func() { dsrv.Close() })
@@ -181,10 +204,7 @@ func Serve(ctx context.Context, o Options) error {
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
-		srv.Stop()
-		for _, c := range closers {
-			c()
-		}
+		stopAll()
 		return err
 	}
 	for _, c := range closers {
@@ -251,6 +271,28 @@ func listenHTTP(addr string, h http.Handler, tlsConf *tls.Config, levers HTTPLev
 		if err := s.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
+	}()
+	return s, nil
+}
+
+// listenHTTP3 serves h over HTTP/3 on the UDP address addr with tlsConf
+// (ALPN h3). The socket is bound here, so that a port in use is Serve's
+// error rather than a server that never answers.
+func listenHTTP3(addr string, h http.Handler, tlsConf *tls.Config, errc chan<- error) (*http3.Server, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http3-addr %s: %w", addr, err)
+	}
+	pc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
+	}
+	s := &http3.Server{Handler: h, TLSConfig: http3.ConfigureTLSConfig(tlsConf.Clone())}
+	go func() {
+		if err := s.Serve(pc); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			errc <- fmt.Errorf("serve HTTP/3 on %s: %w", addr, err)
+		}
+		pc.Close()
 	}()
 	return s, nil
 }
