@@ -16,10 +16,13 @@ import (
 // (503 while starting) means answered, not ready. Redirects are not
 // followed. With H2C it speaks HTTP/2 without TLS (prior knowledge); with
 // TLS (https://) each attempt is a new TLS client offering h2 and
-// http/1.1 by ALPN.
+// http/1.1 by ALPN; with H3 (h3://) each attempt is a new QUIC connection
+// by UDP to the same host:port, TLS being part of QUIC.
 type HTTP struct {
 	// H2C selects HTTP/2 over cleartext instead of HTTP/1.1.
 	H2C bool
+	// H3 selects HTTP/3 over QUIC (UDP); TLS is then always set.
+	H3 bool
 	// Path is the request path with its query ("/healthz?full=1").
 	Path string
 	// Fixed is the address the URL names, when it names a port; zero when
@@ -39,10 +42,10 @@ type HTTP struct {
 
 var _ Checker = (*HTTP)(nil)
 
-// NewHTTP parses a probe URL: http://HOST:PORT/path, h2c://HOST:PORT/path
-// or https://HOST:PORT/path (over TLS with the system's roots until
-// WithTLS gives others; HOST, when the URL names one, is the name
-// verified).
+// NewHTTP parses a probe URL: http://HOST:PORT/path, h2c://HOST:PORT/path,
+// https://HOST:PORT/path or h3://HOST:PORT/path (these two over TLS with
+// the system's roots until WithTLS gives others; HOST, when the URL names
+// one, is the name verified; h3 dials the UDP port of that number).
 // HOST must be loopback (127.0.0.0/8, ::1, localhost); a non-loopback URL is
 // refused, so a probe never leaves the machine. The address part may be
 // left to the instance: "http:///healthz", "http://{addr}/healthz",
@@ -51,8 +54,8 @@ var _ Checker = (*HTTP)(nil)
 // fixed address (see Fixed).
 func NewHTTP(raw string) (*HTTP, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || (scheme != "http" && scheme != "h2c" && scheme != "https") {
-		return nil, fmt.Errorf("%q is not an http://, https:// or h2c:// URL", raw)
+	if !ok || (scheme != "http" && scheme != "h2c" && scheme != "https" && scheme != "h3") {
+		return nil, fmt.Errorf("%q is not an http://, https://, h2c:// or h3:// URL", raw)
 	}
 	hostport, path := rest, "/"
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
@@ -65,8 +68,8 @@ func NewHTTP(raw string) (*HTTP, error) {
 	if err != nil || u.Host != "localhost" {
 		return nil, fmt.Errorf("bad path in %q: %v", raw, err)
 	}
-	h := &HTTP{H2C: scheme == "h2c", Path: u.RequestURI()}
-	if scheme == "https" {
+	h := &HTTP{H2C: scheme == "h2c", H3: scheme == "h3", Path: u.RequestURI()}
+	if scheme == "https" || scheme == "h3" {
 		h.TLS = &TLS{}
 	}
 	switch {
@@ -119,21 +122,27 @@ func checkLoopback(raw, host string) error {
 	return nil
 }
 
-// Name labels the probe in results: "http /healthz", "h2c /healthz" or
-// "https /healthz".
+// Name labels the probe in results: "http /healthz", "h2c /healthz",
+// "https /healthz" or "h3 /healthz".
 func (h *HTTP) Name() string {
 	if h.H2C {
 		return "h2c " + h.Path
+	}
+	if h.H3 {
+		return "h3 " + h.Path + unverified(h.TLS)
 	}
 	return scheme("http", "https", h.TLS) + " " + h.Path + unverified(h.TLS)
 }
 
 // Check makes one request over a new connection to h.Fixed or, when that
-// is zero, to t.
+// is zero, to t (with H3, to the UDP port of that host:port).
 func (h *HTTP) Check(ctx context.Context, t Target) (Answer, error) {
 	dst := t
 	if h.Fixed.Address != "" {
 		dst = h.Fixed
+	}
+	if h.H3 {
+		return h.checkH3(ctx, dst)
 	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -152,14 +161,7 @@ func (h *HTTP) Check(ctx context.Context, t Target) (Answer, error) {
 	if h.TLS != nil {
 		scheme = "https"
 		at = &attemptTLS{target: dst}
-		name := h.TLSName
-		if name == "" {
-			name = "localhost"
-			if host, _, err := net.SplitHostPort(dst.Address); err == nil && dst.Network == "tcp" {
-				name = host
-			}
-		}
-		cfg := h.TLS.config(name, at)
+		cfg := h.TLS.config(h.tlsName(dst), at)
 		cfg.NextProtos = []string{"h2", "http/1.1"}
 		tr.DialTLSContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -187,7 +189,12 @@ func client(tr *http.Transport) *http.Client {
 	}
 }
 
-func (h *HTTP) check(ctx context.Context, client *http.Client, dst Target, scheme string) (Answer, error) {
+// doer sends one request: an *http.Client, or one HTTP/3 connection.
+type doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+func (h *HTTP) check(ctx context.Context, client doer, dst Target, scheme string) (Answer, error) {
 	host := h.Host
 	if host == "" {
 		host = dst.Address

@@ -16,7 +16,7 @@ import (
 
 // ProbeKinds lists the probe forms ParseProbe reads, for help text and
 // errors.
-const ProbeKinds = "health, health:SERVICE, /package.Service/Method, grpcs://HOST[/health[:SERVICE]|/package.Service/Method], http://HOST:PORT/path, https://HOST:PORT/path, h2c://HOST:PORT/path, tcp"
+const ProbeKinds = "health, health:SERVICE, /package.Service/Method, grpcs://HOST[/health[:SERVICE]|/package.Service/Method], http://HOST:PORT/path, https://HOST:PORT/path, h2c://HOST:PORT/path, h3://HOST:PORT/path, tcp"
 
 // ParseProbe turns a probe spec and its request into a Checker:
 //
@@ -27,9 +27,10 @@ const ProbeKinds = "health, health:SERVICE, /package.Service/Method, grpcs://HOS
 //	http://HOST:PORT/path     HTTP/1.1, first 2xx (see NewHTTP for the address forms)
 //	https://HOST:PORT/path    HTTP/2 or HTTP/1.1 (by ALPN) over TLS
 //	h2c://HOST:PORT/path      HTTP/2 without TLS
+//	h3://HOST:PORT/path       HTTP/3 over QUIC (UDP, always TLS)
 //	tcp                       connect only: a lower bound, not readiness
 //
-// grpcs:// and https:// probes speak TLS with the system's roots; WithTLS
+// grpcs://, https:// and h3:// probes speak TLS with the system's roots; WithTLS
 // gives them (or a gRPC probe) other options. In grpcs:// HOST is
 // loopback, empty or {addr}, without a port (the instance's target is
 // dialled; a fixed address is --addr's); a name is the one verified.
@@ -65,7 +66,7 @@ func ParseProbe(spec, request string) (Checker, error) {
 			return nil, err
 		}
 		return c, nil
-	case strings.HasPrefix(spec, "http://"), strings.HasPrefix(spec, "h2c://"), strings.HasPrefix(spec, "https://"):
+	case strings.HasPrefix(spec, "http://"), strings.HasPrefix(spec, "h2c://"), strings.HasPrefix(spec, "https://"), strings.HasPrefix(spec, "h3://"):
 		h, err := NewHTTP(spec)
 		if err != nil {
 			return nil, &OptionError{Option: "probe", Err: err}
@@ -138,8 +139,8 @@ func parseGRPCS(spec, request string, body []byte, fromFile string) (Checker, er
 }
 
 // WithTLS returns c probing over TLS with tl: a gRPC probe (health, a
-// method) or an https:// one; a grpcs:// or https:// probe keeps the name
-// its URL gave. Probes that cannot speak TLS (tcp, http://, h2c://) are an
+// method) or an https:// or h3:// one; a grpcs://, https:// or h3:// probe
+// keeps the name its URL gave. Probes that cannot speak TLS (tcp, http://, h2c://) are an
 // *OptionError on "probe".
 func WithTLS(c Checker, tl *TLS) (Checker, error) {
 	switch c := c.(type) {

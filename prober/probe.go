@@ -28,6 +28,10 @@ type Answer struct {
 	// or when it did not complete). A Check may return it with an error:
 	// the handshake completed, then the call failed.
 	TLS *Handshake
+	// Reached is when a probe by UDP (h3://) first heard from the
+	// server: its first datagram back, the accepting phase of a server
+	// that accepts no TCP connect. Zero otherwise.
+	Reached time.Time
 }
 
 // Checker makes one readiness attempt over a fresh connection. An error
@@ -159,7 +163,10 @@ var ErrNotReady = errors.New("server not ready")
 // first checks with a bare connect() that something accepts (cheap, and it
 // times the accepting phase), then makes the checker's call over a fresh
 // connection. Over TLS the first completed handshake is the tls_handshake
-// phase.
+// phase. A probe by UDP (h3://) makes no connect: its accepting phase is
+// the server's first datagram back, its tls_handshake the QUIC handshake;
+// a UDP port that still refuses (ICMP port unreachable) udpGrace after the
+// server accepts TCP at t is a bad probe, said rather than waited out.
 func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOptions) (Readiness, error) {
 	o = o.withDefaults()
 	var r Readiness
@@ -170,6 +177,9 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 	accepting, answered, handshook := false, false, false
 	closes := 0 // attempts closed on the TLS ClientHello (errClosedOnHello)
 	var lastErr error
+	cl, udp := c.(connectless)
+	udp = udp && cl.udp()
+	var tcpUp time.Time // a UDP probe's port refused, and t accepted TCP then
 	for {
 		if err := ctx.Err(); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -183,7 +193,7 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 		default:
 		}
 		r.Attempts++
-		if !accepting {
+		if !accepting && !udp {
 			if err := connectOnce(ctx, t, o.Attempt); err != nil {
 				lastErr = err
 				pause(ctx, o.Gap)
@@ -197,6 +207,10 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 		a, err := c.Check(actx, t)
 		acancel()
 		now := time.Since(t0)
+		if udp && !accepting && !a.Reached.IsZero() {
+			accepting = true
+			r.Phases = append(r.Phases, Phase{Name: PhaseAccepting, Ms: ms(a.Reached.Sub(t0))})
+		}
 		if a.TLS != nil && !handshook {
 			handshook = true
 			r.Phases = append(r.Phases, Phase{Name: PhaseTLSHandshake, Ms: ms(a.TLS.Done.Sub(t0))})
@@ -211,6 +225,14 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 				continue
 			}
 			return r, err
+		}
+		if errors.Is(err, ErrNoUDPListener) && t.Network == "tcp" {
+			if tcpUp.IsZero() && connectOnce(ctx, t, o.Attempt) == nil {
+				tcpUp = time.Now()
+			}
+			if !tcpUp.IsZero() && time.Since(tcpUp) >= udpGrace {
+				return r, &OptionError{Option: "probe", Err: &tlsError{fmt.Errorf("%w, while the server has accepted TCP at %s for %v: does it serve HTTP/3 on that UDP port?", err, t, udpGrace)}}
+			}
 		}
 		if err != nil {
 			lastErr = err
@@ -230,6 +252,11 @@ func WaitReady(ctx context.Context, inst Started, t Target, c Checker, o WaitOpt
 		pause(ctx, o.Gap)
 	}
 }
+
+// udpGrace is how long a UDP probe's port may refuse after the server
+// accepts TCP at its address before WaitReady blames the probe: a server
+// binds its sockets one after the other as it starts, not at once.
+const udpGrace = time.Second
 
 // closesToBlame is how many attempts closed on the TLS ClientHello, while
 // the instance lives, make it a plaintext server: a server that is exiting

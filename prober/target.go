@@ -1,8 +1,9 @@
 // Package prober times the first healthy reply from a freshly started
 // server: it probes where the server listens (a Target) over a fresh
 // connection per attempt with a Checker (gRPC health, a gRPC method, HTTP,
-// h2c, TCP connect; gRPC and HTTP also over TLS, a new TLS client per
-// attempt, its handshake a phase) until WaitReady sees it ready, and
+// h2c, HTTP/3, TCP connect; gRPC and HTTP also over TLS, a new TLS client
+// per attempt, its handshake a phase; HTTP/3 a new QUIC connection per
+// attempt, its QUIC handshake that phase) until WaitReady sees it ready, and
 // records each probe as a Sample with its Phases. Starting servers is package launch's.
 package prober
 

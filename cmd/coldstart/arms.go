@@ -98,10 +98,10 @@ func (o *serverOptions) checker() (prober.Checker, error) {
 }
 
 // withTLS gives c the TLS flags' configuration when --tls is given or the
-// probe asks for TLS itself (grpcs://, https://); the TLS flags alone are
+// probe asks for TLS itself (grpcs://, https://, h3://); the TLS flags alone are
 // an error.
 func (o *serverOptions) withTLS(c prober.Checker) (prober.Checker, error) {
-	tl, err := o.TLS.Load(prober.TLSOf(c) != nil, "a grpcs:// or https:// --probe")
+	tl, err := o.TLS.Load(prober.TLSOf(c) != nil, "a grpcs://, https:// or h3:// --probe")
 	if err != nil || tl == nil {
 		return c, err // a prober.OptionError: flagError names the flag
 	}

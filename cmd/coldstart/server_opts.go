@@ -39,7 +39,7 @@ type serverOptions struct {
 	Protos        []string
 	ImportPaths   []string
 	ProbeMetadata []string
-	// TLS for the probes: --tls, or a grpcs:// or https:// probe, with
+	// TLS for the probes: --tls, or a grpcs://, https:// or h3:// probe, with
 	// these files and names.
 	TLS cliopts.TLS
 	// notes go into the results file's provenance (coldstart gate --base:
@@ -68,7 +68,7 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.IntVar(&o.SnapshotWarmup, "snapshot-warmup", 0, "calls (readiness probes, each over a fresh connection) the server answers before it is checkpointed (0 = none)")
 	f.StringVar(&o.Prebuilt, "prebuilt", "", "measure the arms coldstart build --out-dir copied into this directory, with their build records, instead of building (for a machine without Go; without PKG they are taken as the sample server)")
 	f.StringSliceVar(&o.Runtimes, "runtime", o.Runtimes, "what starts the image arm: runc, crun, docker or podman (the engines need a working daemon); a list measures the image arm once per runtime, interleaved: image under the first, image-RUNTIME under each other")
-	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, grpcs://127.0.0.1[/pkg.Svc/Method], http://127.0.0.1/path, https://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
+	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, grpcs://127.0.0.1[/pkg.Svc/Method], http://127.0.0.1/path, https://127.0.0.1/path, h2c://127.0.0.1/path, h3://127.0.0.1/path (HTTP/3 over QUIC, UDP) or tcp")
 	f.StringVar(&o.ProbeBody, "probe-request", "", "request for a /pkg.Svc/Method probe: JSON, or @FILE of binary protobuf")
 	f.StringVar(&o.Dir, "dir", "", "the server's working directory (\"\" = this one)")
 	f.StringVar(&o.Addr, "addr", "", "probe this fixed host:port instead of a free port (for servers that choose their own)")
@@ -78,7 +78,7 @@ func (o *serverOptions) bind(cmd *cobra.Command) {
 	f.StringArrayVar(&o.Protos, "proto", nil, "a /pkg.Svc/Method probe's types from this .proto file, compiled in process (repeatable; no protoc needed)")
 	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
 	f.StringArrayVar(&o.ProbeMetadata, "probe-metadata", nil, "KEY=VALUE metadata sent with each /pkg.Svc/Method probe and its reflection requests (repeatable; values are redacted in results)")
-	o.TLS.Bind(cmd, "probe over TLS: a new TLS client per probe, never resuming a session, its handshake the tls_handshake phase (grpcs:// and https:// probes imply it)",
+	o.TLS.Bind(cmd, "probe over TLS: a new TLS client per probe, never resuming a session, its handshake the tls_handshake phase (grpcs://, https:// and h3:// probes imply it; over h3 the phase is the QUIC handshake)",
 		"the probe URL's host, else the address dialled")
 	cmd.MarkFlagsMutuallyExclusive("proto", "protoset")
 }

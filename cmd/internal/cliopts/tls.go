@@ -33,7 +33,7 @@ func (t *TLS) Bind(cmd *cobra.Command, tlsHelp, nameDefault string) {
 }
 
 // Load loads the flags' files when TLS is on, by --tls or because implied
-// (a grpcs:// or https:// URL, which impliedBy names); nil when it is off.
+// (a grpcs://, https:// or h3:// URL, which impliedBy names); nil when it is off.
 // A TLS flag given with TLS off is an error naming it. Load's own errors
 // are prober.OptionErrors, which name the input at fault.
 func (t *TLS) Load(implied bool, impliedBy string) (*prober.TLS, error) {
