@@ -12,7 +12,7 @@ import (
 // "soak_summary"), written by package steady, which names them Row,
 // SoakRow, SoakSummary and Trend.
 
-// Protocol is how steady's load reaches the server (grpc, http1, h2c;
+// Protocol is how steady's load reaches the server (grpc, http1, h2c, h2, h3;
 // the constants are package steady's).
 type Protocol string
 
@@ -43,8 +43,8 @@ type SteadyRow struct {
 	Concurrency int `json:"concurrency"`
 	// Conns is the number of connections the load used.
 	Conns int `json:"conns"`
-	// Depth is the HTTP/1.1 pipelining depth, or for gRPC and h2c the
-	// streams per connection.
+	// Depth is the HTTP/1.1 pipelining depth, or for gRPC, h2c, h2 and h3
+	// the streams in flight per connection (steady run --streams-per-conn).
 	Depth int `json:"depth"`
 	// RateReq is the requested open-loop rate (0 for closed loop) and
 	// Rate the completed calls per second.

@@ -410,8 +410,15 @@ type bodyReader struct{ bytes.Reader }
 
 func (*bodyReader) Close() error { return nil }
 
+// roundTripper is one HTTP/2 or HTTP/3 connection.
+type roundTripper interface {
+	RoundTrip(*http.Request) (*http.Response, error)
+}
+
+// h2cCaller is one worker's calls on one HTTP/2 (h2c, h2) or HTTP/3
+// connection.
 type h2cCaller struct {
-	cc    *http.ClientConn
+	cc    roundTripper
 	req   *http.Request
 	body  []byte
 	r     *bodyReader

@@ -1,7 +1,7 @@
 // Package steady measures a warm server: it starts each arm, warms it, puts
 // it under closed-loop, streaming and open-loop load over gRPC, HTTP/1.1
-// (keep-alive, optionally pipelined) or HTTP/2, in clear text or over TLS
-// (Config.TLS), and meters the server from outside (CPU from /proc,
+// (keep-alive, optionally pipelined), HTTP/2 or HTTP/3 (QUIC), in clear
+// text or over TLS (Config.TLS), and meters the server from outside (CPU from /proc,
 // memory, Go runtime allocation) and the generator from inside (its own
 // CPU per call), one Row per step.
 package steady
@@ -36,10 +36,14 @@ const (
 	// H2 is H2C's load over TLS: HTTP/2 negotiated by ALPN (Config.TLS
 	// must be set).
 	H2 Protocol = "h2"
+	// H3 is the same load over HTTP/3: QUIC connections to the UDP port
+	// of the HTTP address's host:port, ALPN h3 (Config.TLS must be set:
+	// QUIC is always TLS).
+	H3 Protocol = "h3"
 )
 
 // Protocols lists the accepted protocols, for help text and errors.
-var Protocols = []Protocol{GRPC, HTTP1, H2C, H2}
+var Protocols = []Protocol{GRPC, HTTP1, H2C, H2, H3}
 
 // The scenarios, in the order a run performs them.
 const (
@@ -122,9 +126,17 @@ type Config struct {
 	Payloads []int
 	// Concurrency levels for throughput and stream (nil = 1, 32).
 	Concurrency []int
-	// Conns are the connection counts for gRPC and h2c (nil = 1). A level
-	// with fewer workers than connections uses one connection per worker.
+	// Conns are the connection counts for gRPC, h2c, h2 and h3 (nil = 1).
+	// A level with fewer workers than connections uses one connection per
+	// worker.
 	Conns []int
+	// StreamsPerConn, when set, shapes the throughput steps of the
+	// multiplexing protocols (gRPC, h2c, h2, h3) as a fan-out: each
+	// Conns count C times each S here, C connections with S requests in
+	// flight on each (C×S workers), instead of the Concurrency levels
+	// spread over the connections (nil = Concurrency). HTTP/1.1, the
+	// stream scenario and open loops keep Concurrency and MaxInFlight.
+	StreamsPerConn []int
 	// Pipeline depths for HTTP/1.1: requests in flight per connection
 	// (nil = 1: plain keep-alive). N workers use ceil(N/depth) connections.
 	Pipeline []int
@@ -420,6 +432,14 @@ func (c Config) Validate() error {
 			return optionf("Pipeline", "%d is not a positive depth", n)
 		}
 	}
+	for _, n := range c.StreamsPerConn {
+		if n < 1 {
+			return optionf("StreamsPerConn", "%d is not a positive number of requests in flight per connection", n)
+		}
+	}
+	if len(c.StreamsPerConn) > 0 && len(c.Protocols) > 0 && !known(c.Protocols, GRPC) && !known(c.Protocols, H2C) && !known(c.Protocols, H2) && !known(c.Protocols, H3) {
+		return optionf("StreamsPerConn", "streams per connection shape the multiplexing protocols (grpc, h2c, h2, h3); HTTP/1.1 answers one request at a time per connection: deepen it with the pipeline instead")
+	}
 	for _, n := range c.Payloads {
 		if n < 0 {
 			return optionf("Payloads", "%d bytes is negative", n)
@@ -427,11 +447,15 @@ func (c Config) Validate() error {
 	}
 	for _, p := range c.Protocols {
 		if !known(Protocols, p) {
-			return optionf("Protocols", "unknown protocol %q (known: grpc, http1, h2c, h2)", p)
+			return optionf("Protocols", "unknown protocol %q (known: grpc, http1, h2c, h2, h3)", p)
 		}
 		if p == H2 && c.TLS == nil {
 			return &OptionError{Option: "Protocols", Fix: "TLS",
 				Err: errors.New("h2 is HTTP/2 over TLS, negotiated by ALPN; in clear text load h2c, or turn TLS on")}
+		}
+		if p == H3 && c.TLS == nil {
+			return &OptionError{Option: "Protocols", Fix: "TLS",
+				Err: errors.New("h3 is HTTP/3 over QUIC, which is always TLS: turn TLS on, with the CA that signed the server's certificate")}
 		}
 		if p == H2C && c.TLS != nil {
 			return optionf("Protocols", "h2c is HTTP/2 in clear text (prior knowledge); over TLS load h2 (HTTP/2 negotiated by ALPN)")
@@ -631,6 +655,11 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		readyAt = ad.http
 	}
 	checker := readyChecker(cfg, grpcReady)
+	if !grpcReady && !usesHTTP(cfg.Protocols) && cfg.TLS != nil {
+		// HTTP/3 alone: ready when it answers over QUIC, so a server
+		// that serves HTTP only over UDP can be loaded.
+		checker = &prober.HTTP{H3: true, Path: cfg.HTTPPath, Body: jsonBody(nil), ContentType: "application/json", TLS: cfg.TLS}
+	}
 	// The server starts unpinned (p released above); steady's own threads
 	// are pinned again before the wait.
 	inst, _, err := launch.StartReady(ctx, launcher, spec, launch.ReadyOptions{
@@ -647,6 +676,11 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 		// now rather than counted as every call's error.
 		if err := checkOnce(ctx, readyChecker(cfg, false), ad.http); err != nil {
 			return nil, fmt.Errorf("arm %s: HTTP at %s: %w", a.Name, ad.http, err)
+		}
+	}
+	if known(cfg.Protocols, H3) {
+		if err := checkH3(ctx, cfg, ad.http); err != nil {
+			return nil, fmt.Errorf("arm %s: HTTP/3 at udp://%s: %w", a.Name, ad.http.Address, err)
 		}
 	}
 	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}
@@ -733,6 +767,18 @@ func steps(cfg Config, proto Protocol) []step {
 		case Sequential:
 			add(step{proto: proto, scenario: sc, concurrency: 1, conns: 1, depth: 1})
 		case Throughput:
+			if len(cfg.StreamsPerConn) > 0 && proto != HTTP1 {
+				// The fan-out: C connections × S streams each.
+				for _, c := range cfg.Conns {
+					for _, s := range cfg.StreamsPerConn {
+						if c*s == 1 && known(cfg.Scenarios, Sequential) {
+							continue // one call in flight is the sequential step
+						}
+						add(step{proto: proto, scenario: sc, concurrency: c * s, conns: c, depth: s})
+					}
+				}
+				continue
+			}
 			for _, n := range cfg.Concurrency {
 				if n == 1 && known(cfg.Scenarios, Sequential) {
 					continue // one call in flight is the sequential step

@@ -105,6 +105,8 @@ func dialTransport(ctx context.Context, cfg Config, s *server, st step, payload 
 		return newHTTP1(ctx, s.addrs.http, cfg.HTTPPath, st.conns, st.depth, payload, cfg.TLS, &s.handshakes)
 	case H2C, H2:
 		return newH2C(ctx, s.addrs.http, cfg.HTTPPath, st.conns, payload, cfg.TLS, &s.handshakes)
+	case H3:
+		return newH3(ctx, s.addrs.http, cfg.HTTPPath, st.conns, payload, cfg.TLS, &s.handshakes)
 	}
 	return nil, fmt.Errorf("unknown protocol %q", st.proto)
 }

@@ -215,6 +215,11 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 			return nil, fmt.Errorf("target %s: %w", t.HTTPAddr, err)
 		}
 	}
+	if known(cfg.Protocols, H3) && t.Authority == "" {
+		if err := checkH3(ctx, cfg, t.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("target udp://%s: %w", t.HTTPAddr.Address, err)
+		}
+	}
 	health := false
 	var call *resolvedCall
 	if cfg.Call != nil {

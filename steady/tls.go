@@ -111,7 +111,8 @@ func tlsHandshake(ctx context.Context, raw net.Conn, cfg *tls.Config, t prober.T
 	return c, nil
 }
 
-// usesHTTP says the protocols load an HTTP listener.
+// usesHTTP says the protocols load an HTTP listener over TCP (h3's is
+// UDP, checked by checkH3).
 func usesHTTP(ps []Protocol) bool {
 	return known(ps, HTTP1) || known(ps, H2C) || known(ps, H2)
 }

@@ -33,9 +33,12 @@ type runOptions struct {
 	Concurrency string
 	Conns       string
 	Pipeline    string
-	Warmup      int
-	Calls       int
-	Rounds      int
+	// StreamsPerConn (--streams-per-conn): the fan-out's requests in
+	// flight per connection, "" = none (--concurrency spread over --conns).
+	StreamsPerConn string
+	Warmup         int
+	Calls          int
+	Rounds         int
 	// AutoRounds (--rounds auto): each step's rounds until its medians
 	// are known within Precision, at most MaxRounds; Rounds is then 0.
 	AutoRounds   bool
@@ -104,7 +107,8 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 measured as default and upx; ARM=PATH: each as it is), starts each once per budget,
 waits for it to be ready, and for each protocol and payload size runs the scenarios:
 sequential (one call in flight), throughput (each --concurrency level over each --conns
-count, or HTTP/1.1 pipelined --pipeline deep), stream (EchoStream ping-pong), open (--rate calls/s for --duration, latency from each call's intended
+count, or with --streams-per-conn S a fan-out of --conns C connections × S requests in
+flight on each, or HTTP/1.1 pipelined --pipeline deep), stream (EchoStream ping-pong), open (--rate calls/s for --duration, latency from each call's intended
 send time) or ramp (the rate raised by --ramp-step until p99 or the error rate crosses
 its limit; the last step under it is the knee). Each step is warmed with --warmup
 uncounted calls, then measured in --rounds rounds: one window per arm per round, the
@@ -140,7 +144,9 @@ verdict: stable or drifting.
 
 --tls (or a grpcs:// or https:// --target) loads over TLS, as coldstart run probes:
 gRPC over TLS with either client, HTTP/1.1 as https, and HTTP/2 negotiated by ALPN
-(--protocol h2; h2c stays clear text), verified against --cacert (or the system's roots),
+(--protocol h2; h2c stays clear text), and HTTP/3 over QUIC to the UDP port of the HTTP
+address's host:port (--protocol h3; the sample server serves it with --http3-addr), verified
+against --cacert (or the system's roots),
 with a client certificate for mTLS (--cert, --key); the results file records the files'
 paths and fingerprints, never a key. A certificate that does not verify, a plaintext server
 with --tls or a TLS server without it is said before any load. Connections live for the
@@ -157,7 +163,8 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
   steady run --target unix:///run/api.sock --protocol http1
   steady run --soak 10m --soak-interval 1m --rate 1000
   steady run --target 127.0.0.1:8079 --call /fgrpc.PingServer/Ping -d '{"payload": "hi"}' -m authorization=Bearer-x
-  steady run --target grpcs://127.0.0.1:8443 --cacert ca.pem --client lean --reconnect-every 1000`,
+  steady run --target grpcs://127.0.0.1:8443 --cacert ca.pem --client lean --reconnect-every 1000
+  steady run --tls --cacert ca.pem --protocol h3,h2,http1 --conns 4 --streams-per-conn 8 -- --addr={addr} --http-addr={http_addr} --http3-addr={http_addr} --tls-cert cert.pem --tls-key key.pem`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
 			if err := o.validate(cmd); err != nil {
@@ -168,11 +175,12 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	}
 	o.Common.Bind(cmd, "")
 	f := cmd.Flags()
-	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c (HTTP/2 in clear text), h2 (HTTP/2 over TLS, with --tls)")
+	f.StringVar(&o.Protocols, "protocol", o.Protocols, "protocols, comma-separated: grpc, http1 (keep-alive HTTP/1.1 JSON), h2c (HTTP/2 in clear text), h2 (HTTP/2 over TLS, with --tls), h3 (HTTP/3 over QUIC, with --tls: the UDP port of the HTTP address)")
 	f.StringVar(&o.Scenarios, "scenario", "", "scenarios, comma-separated: sequential, throughput, stream, open, ramp (\"\" = sequential,throughput; open with --rate; ramp with --ramp)")
 	f.StringVar(&o.Payloads, "payload", o.Payloads, "payload sizes, comma-separated, in B, KiB, MiB, kB or MB (e.g. 8B,1KiB,64KiB)")
 	f.StringVar(&o.Concurrency, "concurrency", o.Concurrency, "calls in flight for throughput and stream, comma-separated")
-	f.StringVar(&o.Conns, "conns", o.Conns, "connections for gRPC and h2c, comma-separated (streams per connection = concurrency/conns)")
+	f.StringVar(&o.Conns, "conns", o.Conns, "connections for gRPC, h2c, h2 and h3, comma-separated (streams per connection = concurrency/conns, or --streams-per-conn)")
+	f.StringVar(&o.StreamsPerConn, "streams-per-conn", "", "throughput as a fan-out for gRPC, h2c, h2 and h3: each --conns C with S requests in flight on each connection (C×S in flight), comma-separated S (\"\" = --concurrency spread over --conns)")
 	f.StringVar(&o.Pipeline, "pipeline", o.Pipeline, "HTTP/1.1 pipelining depths, comma-separated (1 = plain keep-alive; connections = concurrency/depth)")
 	f.IntVar(&o.Warmup, "warmup", o.Warmup, "uncounted calls before each measured window (0 = none)")
 	f.IntVar(&o.Calls, "calls", o.Calls, "calls per closed-loop window (ignored when --duration is set)")
@@ -209,7 +217,7 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	f.StringVar(&o.Protoset, "protoset", "", "with --call: the method's types from this FileDescriptorSet (protoc --descriptor_set_out --include_imports) (\"\" = server reflection)")
 	f.StringArrayVar(&o.Protos, "proto", nil, "with --call: the method's types from this .proto file, compiled in process (repeatable; \"\" = server reflection)")
 	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
-	o.TLS.Bind(cmd, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs:// and https:// targets imply it)",
+	o.TLS.Bind(cmd, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), HTTP/3 over QUIC (--protocol h3), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs:// and https:// targets imply it)",
 		"the host dialled, or localhost for a Unix socket")
 	f.IntVar(&o.ReconnectEvery, "reconnect-every", 0, "close each connection and dial it again after this many calls on it, to measure connection (and TLS handshake) churn; rows count handshakes/s (0 = never)")
 	cmd.MarkFlagsMutuallyExclusive("data", "data-file")
@@ -253,6 +261,7 @@ var configFlags = map[string]string{
 	"Concurrency":             "--concurrency",
 	"Conns":                   "--conns",
 	"Pipeline":                "--pipeline",
+	"StreamsPerConn":          "--streams-per-conn",
 	"Warmup":                  "--warmup",
 	"Calls":                   "--calls",
 	"Duration":                "--duration",
@@ -349,6 +358,11 @@ func (o *runOptions) sweepConfig(*cobra.Command) error {
 	}
 	if c.Pipeline, err = steady.ParseCounts(o.Pipeline); err != nil {
 		return fmt.Errorf("--pipeline: %w", err)
+	}
+	if o.StreamsPerConn != "" {
+		if c.StreamsPerConn, err = steady.ParseCounts(o.StreamsPerConn); err != nil {
+			return fmt.Errorf("--streams-per-conn: %w", err)
+		}
 	}
 	switch {
 	case o.Scenarios != "":
