@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -287,7 +288,10 @@ func listenHTTP3(addr string, h http.Handler, tlsConf *tls.Config, errc chan<- e
 	if err != nil {
 		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
 	}
-	s := &http3.Server{Handler: h, TLSConfig: http3.ConfigureTLSConfig(tlsConf.Clone())}
+	// As many streams in flight per connection as net/http's HTTP/2
+	// server admits (250; quic-go's own default is 100), so that h2 and h3
+	// fan-outs on this handler queue alike.
+	s := &http3.Server{Handler: h, TLSConfig: http3.ConfigureTLSConfig(tlsConf.Clone()), QUICConfig: &quic.Config{MaxIncomingStreams: 250}}
 	go func() {
 		if err := s.Serve(pc); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			errc <- fmt.Errorf("serve HTTP/3 on %s: %w", addr, err)
