@@ -5,7 +5,6 @@ import (
 	"errors"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
@@ -98,21 +97,7 @@ func TestH3BadInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			began := time.Now()
-			_, err = prober.WaitReady(context.Background(), inst, tg, c, prober.WaitOptions{Timeout: 20 * time.Second})
-			var oe *prober.OptionError
-			switch {
-			case err == nil:
-				t.Fatal("WaitReady passed")
-			case !errors.Is(err, prober.ErrBadProbe) || !errors.As(err, &oe):
-				t.Fatalf("WaitReady: %v, want a final OptionError", err)
-			case time.Since(began) > 10*time.Second:
-				t.Errorf("WaitReady took %v: want the failure said, not a timeout", time.Since(began))
-			}
-			t.Log(err)
-			if oe.Option != tt.option || !regexp.MustCompile(tt.want).MatchString(oe.Err.Error()) {
-				t.Errorf("WaitReady: %s: %v\nwant %s: matching %s", oe.Option, oe.Err, tt.option, tt.want)
-			}
+			wantBadProbe(t, inst, tg, c, tt.option, tt.want)
 		})
 	}
 }

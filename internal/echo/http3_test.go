@@ -12,27 +12,13 @@ import (
 	"testing"
 
 	"github.com/quic-go/quic-go/http3"
-
-	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 )
 
 // TestServeHTTP3 serves the HTTP handler over HTTP/3 on the HTTP
 // listener's own host:port (UDP beside TCP) and echoes a POST over a real
 // QUIC connection.
 func TestServeHTTP3(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := testcerts.NewCA("test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := ca.Leaf(testcerts.LeafOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := pair.Write(dir, "server")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, certFile, keyFile := serverCert(t, t.TempDir())
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -23,19 +23,8 @@ import (
 // gets.
 func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := testcerts.NewCA("test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvPair, err := ca.Leaf(testcerts.LeafOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, certFile, keyFile := serverCert(t, dir)
 	cliPair, err := ca.Leaf(testcerts.LeafOptions{Client: true, Names: []string{"client"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := srvPair.Write(dir, "server")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +99,24 @@ func TestServeTLS(t *testing.T) {
 			t.Errorf("Serve: %v", err)
 		}
 	}
+}
+
+// serverCert makes a CA and a loopback server certificate it signs,
+// written to dir as server.crt and server.key.
+func serverCert(t *testing.T, dir string) (ca *testcerts.CA, certFile, keyFile string) {
+	t.Helper()
+	ca, err := testcerts.NewCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Leaf(testcerts.LeafOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if certFile, keyFile, err = pair.Write(dir, "server"); err != nil {
+		t.Fatal(err)
+	}
+	return ca, certFile, keyFile
 }
 
 func TestServeTLSBadFiles(t *testing.T) {
