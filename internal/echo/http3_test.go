@@ -19,16 +19,7 @@ import (
 // QUIC connection.
 func TestServeHTTP3(t *testing.T) {
 	ca, certFile, keyFile := serverCert(t, t.TempDir())
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := hl.Addr().String()
-	hl.Close()
+	lis, httpAddr := listeners(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -13,24 +13,13 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-
-	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 )
 
 // serveHTTP starts the sample with HTTP levers and returns its HTTP
 // address; the server ends with the test.
 func serveHTTP(t *testing.T, l HTTPLevers, tlsFiles ...string) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := hl.Addr().String()
-	hl.Close()
+	lis, addr := listeners(t)
 	o := Options{Listener: lis, HTTPAddr: addr, HTTPLevers: l}
 	if len(tlsFiles) == 2 {
 		o.TLSCert, o.TLSKey = tlsFiles[0], tlsFiles[1]
@@ -92,19 +81,7 @@ func TestHTTPNoKeepAlives(t *testing.T) {
 // TestHTTP2Levers: the HTTP/2 levers reach the server's SETTINGS frame,
 // which an HTTP/2 client reads first over TLS with ALPN h2.
 func TestHTTP2Levers(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := testcerts.NewCA("test CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := ca.Leaf(testcerts.LeafOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, err := pair.Write(dir, "server")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cert, key := serverCert(t, t.TempDir())
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM)
 	settings := func(l HTTPLevers) map[http2.SettingID]uint32 {

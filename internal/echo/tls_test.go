@@ -39,16 +39,7 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mtls := range []bool{false, true} {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		hl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		httpAddr := hl.Addr().String()
-		hl.Close()
+		lis, httpAddr := listeners(t)
 		o := Options{Listener: lis, HTTPAddr: httpAddr, TLSCert: certFile, TLSKey: keyFile}
 		if mtls {
 			o.ClientCA = caFile
@@ -103,6 +94,23 @@ func TestServeTLS(t *testing.T) {
 
 // serverCert makes a CA and a loopback server certificate it signs,
 // written to dir as server.crt and server.key.
+// listeners are a gRPC listener on a free local port and a free local
+// address for the HTTP listener, which the server opens itself.
+func listeners(t *testing.T) (net.Listener, string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hl.Close()
+	return lis, hl.Addr().String()
+}
+
 func serverCert(t *testing.T, dir string) (ca *testcerts.CA, certFile, keyFile string) {
 	t.Helper()
 	ca, err := testcerts.NewCA("test CA")
