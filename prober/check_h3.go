@@ -101,8 +101,7 @@ func h3Failure(err error, at *attemptTLS, tl *TLS) error {
 	if err == nil || errors.Is(err, ErrBadProbe) {
 		return err
 	}
-	var te *quic.TransportError
-	if !errors.As(err, &te) || !te.Remote || te.ErrorCode < 0x100 || te.ErrorCode > 0x1ff {
+	if !QUICRefused(err) {
 		return err
 	}
 	at.mu.Lock()
@@ -115,6 +114,15 @@ func h3Failure(err error, at *attemptTLS, tl *TLS) error {
 		return badTLS("cert", "the server at %s refused the client certificate %s (%v)", at.target, tl.Options.CertFile, err)
 	}
 	return badTLS("tls", "the server at %s refused the QUIC handshake: %v", at.target, err)
+}
+
+// QUICRefused reports whether err is the peer closing a QUIC connection
+// with a CRYPTO_ERROR (transport error codes 0x100–0x1ff, RFC 9001 §4.8):
+// a TLS alert, such as a server refusing a client certificate, or
+// demanding one.
+func QUICRefused(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.Remote && te.ErrorCode >= 0x100 && te.ErrorCode <= 0x1ff
 }
 
 // ErrNoUDPListener marks an HTTP/3 attempt whose UDP port answered with

@@ -70,14 +70,11 @@ func (h *h3Transport) close() {
 // CRYPTO_ERROR), or a handshake that timed out (nothing answered on the
 // UDP port).
 func quicFailure(tl *prober.TLS, t prober.Target, err error) error {
-	var (
-		te *quic.TransportError
-		ht *quic.HandshakeTimeoutError
-	)
+	var ht *quic.HandshakeTimeoutError
 	switch {
-	case errors.As(err, &te) && te.Remote && te.ErrorCode >= 0x100 && te.ErrorCode <= 0x1ff && tl.Options.CertFile == "":
+	case prober.QUICRefused(err) && tl.Options.CertFile == "":
 		return optionf("TLS.Options.CertFile", "the server at udp://%s refused the QUIC handshake, and no client certificate was given: does it demand one (mTLS)? (%v)", t.Address, err)
-	case errors.As(err, &te) && te.Remote && te.ErrorCode >= 0x100 && te.ErrorCode <= 0x1ff:
+	case prober.QUICRefused(err):
 		return optionf("TLS.Options.CertFile", "the server at udp://%s refused the QUIC handshake with the client certificate %s (%v)", t.Address, tl.Options.CertFile, err)
 	case errors.As(err, &ht):
 		return fmt.Errorf("no QUIC answer from udp://%s: does the server serve HTTP/3 on that UDP port? (%w)", t.Address, err)
