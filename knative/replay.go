@@ -22,6 +22,7 @@ import (
 	knconfig "knative.dev/serving/pkg/autoscaler/config"
 	"knative.dev/serving/pkg/autoscaler/config/autoscalerconfig"
 
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
@@ -506,24 +507,54 @@ func (w *podWatch) pods(policy, service string, end float64) []record.ReplayPod 
 	return out
 }
 
-// ReplayTotals sums one target's replay as record.Replay counts it: the
-// cold requests (no Ready pod when sent), the errors, the pods started
-// after t0, their seconds from appearing to the autoscaler's deletion
-// (or end), and their drain (deletion → gone, or end). The cold
-// requests' latencies that answered are returned for the simulator.
-func ReplayTotals(res ReplayResult, end float64) (rp record.Replay, coldMs []float64) {
+// ReplayTotals sums one target's replay as record.Replay counts it, and
+// returns the latencies of its scales from zero for the simulator.
+//
+// A request is cold when it was sent with no Ready pod in the pod watch
+// and it waited: answered slower than the warm bound, the p99 of the
+// requests sent with a Ready pod (or it got no answer). The watch's Ready
+// trails the activator, which probes a new pod itself and routes to it
+// before the kubelet's Ready reaches the API; a request sent in between
+// is answered in warm time and counted in AnsweredWarm, not as cold. A
+// scale from zero is a request sent when the Service had no pod at all:
+// its latency is a whole start.
+//
+// Pods count from appearing to their deletion (the autoscaler's
+// decision) or end, their drain from deletion to gone.
+func ReplayTotals(res ReplayResult, end float64) (rp record.Replay, startMs []float64) {
 	rp.Policy, rp.Service = res.Target.Policy, res.Target.Service
+	var warm, cold []float64
+	for _, q := range res.Requests {
+		if q.ReadyPods > 0 && q.Error == "" {
+			warm = append(warm, q.LatencyMs)
+		}
+	}
+	if len(warm) > 0 {
+		rp.WarmBoundMs = stats.Quantile(warm, 0.99)
+	}
 	for _, q := range res.Requests {
 		rp.Requests++
 		if q.Error != "" {
 			rp.Errors++
 		}
-		if q.Cold {
-			rp.Cold++
-			if q.Error == "" {
-				coldMs = append(coldMs, q.LatencyMs)
+		if !q.Cold {
+			continue
+		}
+		rp.ColdByWatch++
+		if q.Error == "" && q.LatencyMs <= rp.WarmBoundMs {
+			rp.AnsweredWarm++
+			continue
+		}
+		rp.Cold++
+		if q.Error == "" {
+			cold = append(cold, q.LatencyMs)
+			if q.Pods == 0 {
+				startMs = append(startMs, q.LatencyMs)
 			}
 		}
+	}
+	if len(cold) > 0 {
+		rp.ColdMedianMs = stats.Quantile(cold, 0.5)
 	}
 	for _, p := range res.Pods {
 		from := math.Max(p.SeenS, 0)
@@ -543,5 +574,5 @@ func ReplayTotals(res ReplayResult, end float64) (rp record.Replay, coldMs []flo
 			rp.DrainSeconds += math.Max(0, gone-p.DeletingS)
 		}
 	}
-	return rp, coldMs
+	return rp, startMs
 }

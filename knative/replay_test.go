@@ -102,17 +102,23 @@ func TestDeployReplay(t *testing.T) {
 	}
 }
 
-// TestReplayTotals: a request is cold when no pod was Ready; pods count
-// from appearing to their deletion (the autoscaler's decision), their
-// drain from deletion to gone, both cut at the end.
+// TestReplayTotals: a request sent with no Ready pod is cold when it
+// waited (slower than the warm requests' p99) or got no answer; one
+// answered in warm time is counted apart, the watch's Ready having
+// trailed the activator. Requests sent with no pod at all are the
+// starts the simulator draws. Pods count from appearing to their
+// deletion, their drain from deletion to gone, both cut at the end.
 func TestReplayTotals(t *testing.T) {
 	res := ReplayResult{
 		Target: ReplayTarget{Policy: "knative:window=6s", Service: "s"},
 		Requests: []record.ReplayRequest{
-			{Index: 0, Cold: true, LatencyMs: 800},
-			{Index: 1, Cold: false, LatencyMs: 5},
-			{Index: 2, Cold: true, Error: "deadline"},
-			{Index: 3, Cold: true, LatencyMs: 700},
+			{Index: 0, Cold: true, LatencyMs: 800},          // a scale from zero
+			{Index: 1, ReadyPods: 1, Pods: 1, LatencyMs: 5}, // warm
+			{Index: 2, ReadyPods: 1, Pods: 1, LatencyMs: 9}, // warm: the p99 bound
+			{Index: 3, Cold: true, Error: "deadline"},       // waited, no answer
+			{Index: 4, Cold: true, Pods: 1, LatencyMs: 300}, // waited for a starting pod
+			{Index: 5, Cold: true, Pods: 1, LatencyMs: 7},   // the activator had the pod: warm
+			{Index: 6, Cold: true, LatencyMs: 700},          // a scale from zero
 		},
 		Pods: []record.ReplayPod{
 			{Pod: "a", SeenS: 1, ReadyS: 2, DeletingS: 21, GoneS: 51},
@@ -120,12 +126,15 @@ func TestReplayTotals(t *testing.T) {
 			{Pod: "c", SeenS: 60, ReadyS: 61, DeletingS: 95, GoneS: -1}, // draining at the end
 		},
 	}
-	rp, cold := ReplayTotals(res, 100)
-	if rp.Requests != 4 || rp.Cold != 3 || rp.Errors != 1 || rp.Starts != 3 {
-		t.Errorf("counts %+v", rp)
+	rp, starts := ReplayTotals(res, 100)
+	if rp.Requests != 7 || rp.ColdByWatch != 5 || rp.AnsweredWarm != 1 || rp.Cold != 4 || rp.Errors != 1 || rp.Starts != 3 || rp.WarmBoundMs != 9 {
+		t.Errorf("counts %+v: want 7 requests, 5 cold by the watch, 1 answered warm, 4 cold, 1 error, 3 starts, bound 9 ms", rp)
 	}
-	if len(cold) != 2 || cold[0] != 800 || cold[1] != 700 {
-		t.Errorf("cold latencies %v, want the answered cold ones [800 700]", cold)
+	if len(starts) != 2 || starts[0] != 800 || starts[1] != 700 {
+		t.Errorf("starts %v, want the answered scales from zero [800 700]", starts)
+	}
+	if rp.ColdMedianMs != 700 {
+		t.Errorf("cold median %g, want 700 of [800 300 700]", rp.ColdMedianMs)
 	}
 	if rp.PodSeconds != 20+10+35 || rp.DrainSeconds != 30+5 {
 		t.Errorf("pod seconds %g (want 65), drain %g (want 35)", rp.PodSeconds, rp.DrainSeconds)

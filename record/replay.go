@@ -31,7 +31,7 @@ type ReplayRequest struct {
 	// ReadyPods is how many of the Service's pods were Ready and not
 	// terminating when it was sent, Pods how many were not terminating
 	// (starting ones too), as the replay's pod watch held them. Cold:
-	// ReadyPods was 0, so the request waited for a pod to start.
+	// ReadyPods was 0 (Replay's totals then look at its latency too).
 	ReadyPods int    `json:"ready_pods"`
 	Pods      int    `json:"pods"`
 	Cold      bool   `json:"cold"`
@@ -75,15 +75,22 @@ type Replay struct {
 	// healthy reply.
 	Requests int `json:"requests"`
 	Errors   int `json:"errors"`
-	// Cold is the real count of requests sent when the Service had no
-	// Ready pod; SimCold the simulator's requests that waited for a
-	// start. ColdDiffPct is (SimCold − Cold) / Cold × 100 (0 when both
+	// Cold is the real count of requests that waited for a start: sent
+	// when the Service had no Ready pod, and answered slower than
+	// WarmBoundMs (the p99 of the requests sent with a Ready pod) or not
+	// at all. ColdByWatch counts those sent with no Ready pod, AnsweredWarm
+	// those of them answered within the warm bound: the pod watch's Ready
+	// trails the activator, which routes to a pod it has probed itself.
+	// SimCold is the simulator's requests that waited for a start. ColdDiffPct is (SimCold − Cold) / Cold × 100 (0 when both
 	// are 0, 100 when only Cold is); Agrees says it is within
 	// ReplayTolerancePct.
-	Cold        int64   `json:"cold"`
-	SimCold     int64   `json:"sim_cold"`
-	ColdDiffPct float64 `json:"cold_diff_pct"`
-	Agrees      bool    `json:"agrees"`
+	Cold         int64   `json:"cold"`
+	ColdByWatch  int64   `json:"cold_by_watch"`
+	AnsweredWarm int64   `json:"answered_warm"`
+	WarmBoundMs  float64 `json:"warm_bound_ms"`
+	SimCold      int64   `json:"sim_cold"`
+	ColdDiffPct  float64 `json:"cold_diff_pct"`
+	Agrees       bool    `json:"agrees"`
 	// Starts is how many pods appeared after t0, SimStarts how many
 	// instances the simulator started.
 	Starts    int64 `json:"starts"`
@@ -95,8 +102,10 @@ type Replay struct {
 	PodSeconds         float64 `json:"pod_seconds"`
 	SimInstanceSeconds float64 `json:"sim_instance_seconds"`
 	DrainSeconds       float64 `json:"drain_seconds"`
-	// ColdMedianMs is the real cold requests' median latency; the
-	// simulator drew its starts from those StartSamples latencies.
+	// ColdMedianMs is the real cold requests' median latency. The
+	// simulator drew its starts from StartSamples latencies: the
+	// replay's scales from zero (requests sent when a Service had no
+	// pod at all), every policy's.
 	ColdMedianMs float64 `json:"cold_median_ms"`
 	StartSamples int     `json:"start_samples"`
 }

@@ -17,10 +17,13 @@ func (r *Report) replaySection(m *mdw, plots func(*Campaign, string)) {
 	m.p("## The simulator against the real autoscaler\n\n")
 	m.p("`coldstart replay` sent one trace's requests, at their times, to a real Knative cluster: one Service per "+
 		"policy, copies of the arm's, all at zero at t0 and sent the same requests at once. cold = requests sent when "+
-		"their Service had no Ready pod (its pod watch); sim = `coldstart cost`'s simulator on the same arrivals and "+
-		"policy, with the cluster's grace period and the replay's own cold requests as its starts. The simulator "+
-		"agrees when its cold requests are within ±%.0f%% of the real ones. pod-s counts each pod from appearing to "+
-		"the autoscaler's deletion; drain is deletion → gone, which the simulator does not model.\n\n", record.ReplayTolerancePct)
+		"their Service had no Ready pod (its pod watch) that waited: slower than the p99 of those sent with one, or "+
+		"unanswered. answered warm = sent with no Ready pod in the watch but answered in warm time: the activator "+
+		"probes a new pod itself and routes to it before the kubelet's Ready reaches the API. sim = `coldstart cost`'s "+
+		"simulator on the same arrivals and policy, with the cluster's grace period and the replay's scales from zero "+
+		"(requests sent when the Service had no pod at all) as its starts. The simulator agrees when its cold requests "+
+		"are within ±%.0f%% of the real ones. pod-s counts each pod from appearing to the autoscaler's deletion; drain "+
+		"is deletion → gone, which the simulator does not model.\n\n", record.ReplayTolerancePct)
 	for _, c := range r.Campaigns {
 		if len(c.Replays) == 0 {
 			continue
@@ -46,10 +49,10 @@ func (r *Report) replaySection(m *mdw, plots func(*Campaign, string)) {
 			rows = append(rows, []string{"`" + x.Policy + "`", fmt.Sprint(x.Requests), fmt.Sprint(x.Cold), fmt.Sprint(x.SimCold),
 				fmt.Sprintf("%+.1f%%", x.ColdDiffPct), mark, fmt.Sprintf("%d / %d", x.Starts, x.SimStarts),
 				fmt.Sprintf("%.0f / %.0f", x.PodSeconds, x.SimInstanceSeconds), fmt.Sprintf("%.0f", x.DrainSeconds),
-				ms(x.ColdMedianMs), fmt.Sprint(x.Errors)})
+				ms(x.ColdMedianMs), fmt.Sprint(x.AnsweredWarm), fmt.Sprint(x.Errors)})
 		}
 		m.table([]string{"policy", "requests", "cold", "sim cold", "sim − real", "agrees", "pod starts real / sim",
-			"pod-s real / sim", "drain s", "cold p50 ms", "errors"}, rows)
+			"pod-s real / sim", "drain s", "cold p50 ms", "answered warm", "errors"}, rows)
 		verdict := fmt.Sprintf("**The simulator agreed for %d of %d policies.**", agree, len(c.Replays))
 		if len(off) > 0 {
 			verdict += " Off by more than the tolerance: " + strings.Join(off, "; ") + "."

@@ -18,7 +18,7 @@ import (
 func TestReplaySection(t *testing.T) {
 	rows := []record.Replay{
 		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:window=6s", Service: "coldstart-static-replay1",
-			Requests: 126, Cold: 50, SimCold: 53, ColdDiffPct: 6, Agrees: true, Starts: 31, SimStarts: 32, PodSeconds: 640, SimInstanceSeconds: 647, DrainSeconds: 900, ColdMedianMs: 805},
+			Requests: 126, Cold: 50, SimCold: 53, ColdDiffPct: 6, Agrees: true, AnsweredWarm: 4, Starts: 31, SimStarts: 32, PodSeconds: 640, SimInstanceSeconds: 647, DrainSeconds: 900, ColdMedianMs: 805},
 		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:delay=30s,window=6s", Service: "coldstart-static-replay2",
 			Requests: 126, Cold: 30, SimCold: 22, ColdDiffPct: -26.7, Agrees: false, Starts: 16, SimStarts: 12, PodSeconds: 1000, SimInstanceSeconds: 1100, ColdMedianMs: 810, Errors: 1},
 	}
@@ -50,7 +50,7 @@ func TestReplaySection(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"## The simulator against the real autoscaler",
-		"| `knative:window=6s` | 126 | 50 | 53 | +6.0% | yes | 31 / 32 | 640 / 647 | 900 | 805 | 0 |",
+		"| `knative:window=6s` | 126 | 50 | 53 | +6.0% | yes | 31 / 32 | 640 / 647 | 900 | 805 | 4 | 0 |",
 		"| `knative:delay=30s,window=6s` | 126 | 30 | 22 | -26.7% | **no** |",
 		"**The simulator agreed for 1 of 2 policies.** Off by more than the tolerance: `knative:delay=30s,window=6s` (22 simulated, 30 real: fewer).",
 	} {

@@ -51,9 +51,10 @@ the policy's autoscaling annotations (stable window, scale-down delay, pod reten
 target), all at zero at t0 and sent the same requests at once. Each request is a fail-fast
 gRPC health check on a channel of its own, through the activator (--via activator) or the
 ingress. A pod watch per Service says how many pods were Ready when each request was sent:
-none makes the request cold. Then coldstart cost's simulator runs the same arrivals through
-the same policy, with the cluster's own scale-to-zero grace period and the replay's cold
-requests as its start samples, and each policy's real and simulated cold requests, pod
+a request sent with none that waited (slower than the p99 of those sent with a Ready pod) is
+cold. Then coldstart cost's simulator runs the same arrivals through the same policy, with
+the cluster's own scale-to-zero grace period and the replay's scales from zero (requests
+sent when a Service had no pod) as its start samples, and each policy's real and simulated cold requests, pod
 starts and pod-seconds are printed side by side; the simulator agrees when its cold
 requests are within 10% of the real ones.
 
@@ -130,6 +131,7 @@ type replayView struct {
 	PodS     float64 `json:"pod_s" render:"%.0f"`
 	SimPodS  float64 `json:"sim_pod_s" render:"%.0f"`
 	ColdMs   float64 `json:"cold_p50_ms" render:"%.0f"`
+	AnsWarm  int64   `json:"answered_warm"`
 	Errors   int     `json:"errors"`
 }
 
@@ -207,7 +209,7 @@ func runReplay(ctx context.Context, o *replayOptions, w io.Writer) (err error) {
 		Progress: progress,
 	}.Run(ctx)
 	// What was replayed is kept, also when the replay was cut short.
-	var coldMs, warmMs []float64
+	var warmMs []float64
 	for _, res := range results {
 		if err := cliopts.AddAll(rf, record.ReplayRequestKind, res.Requests); err != nil {
 			return err
@@ -216,11 +218,7 @@ func runReplay(ctx context.Context, o *replayOptions, w io.Writer) (err error) {
 			return err
 		}
 		for _, q := range res.Requests {
-			switch {
-			case q.Error != "":
-			case q.Cold:
-				coldMs = append(coldMs, q.LatencyMs)
-			default:
+			if q.Error == "" && q.ReadyPods > 0 {
 				warmMs = append(warmMs, q.LatencyMs)
 			}
 		}
@@ -229,28 +227,32 @@ func runReplay(ctx context.Context, o *replayOptions, w io.Writer) (err error) {
 		rf.Notef("replay cut short; what it sent is in %s", rf.Path())
 		return fmt.Errorf("replay: %w", rerr)
 	}
+	// Every policy's scales from zero are the same arm's starts: the
+	// simulator draws from all of them.
 	var rows []record.Replay
-	var views []replayView
-	for i, res := range results {
-		rp, mine := knative.ReplayTotals(res, tr.Duration)
+	var startMs []float64
+	for _, res := range results {
+		rp, starts := knative.ReplayTotals(res, tr.Duration)
 		rp.Traffic, rp.Seed, rp.DurationS, rp.Arm = tr.Name, o.Seed, tr.Duration, o.Arm
-		if len(mine) > 0 {
-			rp.ColdMedianMs = stats.Quantile(mine, 0.5)
-		}
-		warm := 0.0
-		if len(warmMs) > 0 {
-			warm = stats.Quantile(warmMs, 0.5)
-		}
-		if err := cost.SimulateReplay(&rp, arrivals, tr.Duration, ks[i], coldMs, warm, 0, o.Seed); err != nil {
+		rows = append(rows, rp)
+		startMs = append(startMs, starts...)
+	}
+	warm := 0.0
+	if len(warmMs) > 0 {
+		warm = stats.Quantile(warmMs, 0.5)
+	}
+	var views []replayView
+	for i := range rows {
+		rp := &rows[i]
+		if err := cost.SimulateReplay(rp, arrivals, tr.Duration, ks[i], startMs, warm, 0, o.Seed); err != nil {
 			return err
 		}
-		rows = append(rows, rp)
 		agrees := "yes"
 		if !rp.Agrees {
 			agrees = "no"
 		}
 		views = append(views, replayView{rp.Policy, rp.Requests, rp.Cold, rp.SimCold, rp.ColdDiffPct, agrees,
-			rp.Starts, rp.SimStarts, rp.PodSeconds, rp.SimInstanceSeconds, rp.ColdMedianMs, rp.Errors})
+			rp.Starts, rp.SimStarts, rp.PodSeconds, rp.SimInstanceSeconds, rp.ColdMedianMs, rp.AnsweredWarm, rp.Errors})
 	}
 	if err := cliopts.AddAll(rf, record.ReplayKind, rows); err != nil {
 		return err
