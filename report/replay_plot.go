@@ -20,7 +20,7 @@ func replayPlot(c *Campaign) (namedPlot, bool, error) {
 		return namedPlot{}, false, nil
 	}
 	p := plot.New()
-	p.Y.Label.Text = "cold requests (no Ready pod when sent)"
+	p.Y.Label.Text = "cold requests (waited for a start)"
 	var real, sim plotter.Values
 	var band []whisker
 	var names []string
