@@ -52,14 +52,12 @@ func serviceCRD(t *testing.T) string {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "core", "300-resources", "service.yaml")
 }
 
-func TestCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver and etcd (~7 s)")
-	}
-	env := kubetest.Start(t) // Knative not installed yet
-	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
-	defer cancel()
-
+// clusterClients are coldstart's clients of env's kube-apiserver and the
+// test's own clientset (its writes are what Knative's controllers and the
+// kubelet would make), with namespace ns and its default ServiceAccount
+// made (no controller makes it here; pods need it).
+func clusterClients(ctx context.Context, t *testing.T, env *kubetest.Env, ns string) (Clients, *kubernetes.Clientset) {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
@@ -75,20 +73,29 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test's own writes, as Knative's controllers and the kubelet
-	// would make them.
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ns = "bench"
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// No controller creates the default ServiceAccount; pods need it.
 	if _, err := kc.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return c, kc
+}
+
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver and etcd (~7 s)")
+	}
+	env := kubetest.Start(t) // Knative not installed yet
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+	defer cancel()
+
+	const ns = "bench"
+	c, kc := clusterClients(ctx, t, env, ns)
 	o := testDeployOptions(ns)
 
 	if _, err := Deploy(ctx, c, testArms(), o); !errors.Is(err, ErrNoKnative) {
