@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,9 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 	"knative.dev/serving/pkg/apis/autoscaling"
-	"knative.dev/serving/pkg/apis/serving"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	knconfig "knative.dev/serving/pkg/autoscaler/config"
 	"knative.dev/serving/pkg/autoscaler/config/autoscalerconfig"
@@ -165,20 +166,16 @@ func DeployReplay(ctx context.Context, c Clients, namespace, namePrefix, arm str
 	return names, nil
 }
 
-// policyText is a revision's autoscaling annotations on one line.
+// policyText is a revision's autoscaling annotations on one line, in
+// key order, without their group: "initial-scale=0 window=6s".
 func policyText(ann map[string]string) string {
-	keys := make([]string, 0, len(ann))
-	for k := range ann {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	s := ""
-	for _, k := range keys {
-		if len(k) > len(autoscaling.GroupName) && k[:len(autoscaling.GroupName)] == autoscaling.GroupName {
-			s += " " + k[len(autoscaling.GroupName)+1:] + "=" + ann[k]
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(ann)) {
+		if name, ok := strings.CutPrefix(k, autoscaling.GroupName+"/"); ok {
+			parts = append(parts, name+"="+ann[k])
 		}
 	}
-	return s[min(1, len(s)):]
+	return strings.Join(parts, " ")
 }
 
 // DeleteNamed deletes the named Services of coldstart's in namespace
@@ -256,13 +253,9 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 		timeout = 2 * time.Minute
 	}
 	var runs []*armRun
-	var watches []*podWatch
 	defer func() {
 		for _, a := range runs {
 			a.obs.close()
-		}
-		for _, w := range watches {
-			w.close()
 		}
 	}()
 	for _, t := range r.Targets {
@@ -275,11 +268,6 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 			return nil, err
 		}
 		runs = append(runs, a)
-		w, err := watchPods(ctx, r.Clients, r.Namespace, t.Service)
-		if err != nil {
-			return nil, err
-		}
-		watches = append(watches, w)
 	}
 	for _, a := range runs {
 		if err := a.untilZero(ctx, 0, r.Progress); err != nil {
@@ -287,11 +275,17 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 		}
 	}
 	t0 := time.Now()
+	lives := make([]*podLives, len(runs))
 	for i, a := range runs {
-		if ok, why, err := a.obs.state(); err != nil || !ok {
-			return nil, fmt.Errorf("service %s/%s not at zero at t0: %s%v", r.Namespace, a.o.Service, why, errOrEmpty(err))
+		ok, why, err := a.obs.state()
+		if err == nil && !ok {
+			err = fmt.Errorf("not at zero at t0: %s", why)
 		}
-		watches[i].begin(t0)
+		if err != nil {
+			return nil, fmt.Errorf("service %s/%s: %w", r.Namespace, a.o.Service, err)
+		}
+		lives[i] = &podLives{t0: t0, life: map[string]*record.ReplayPod{}}
+		a.obs.setOnPod(lives[i].event)
 	}
 	results := make([]ReplayResult, len(r.Targets))
 	for i, t := range r.Targets {
@@ -304,7 +298,7 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 			results = trimRequests(results, idx)
 			break
 		}
-		wait := time.Until(t0.Add(time.Duration(at * float64(time.Second))))
+		wait := time.Until(t0.Add(secs(at)))
 		if wait > 0 {
 			tm := time.NewTimer(wait)
 			select {
@@ -320,7 +314,7 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 			nextLog += time.Minute
 		}
 		for i, a := range runs {
-			ready, pods := watches[i].count()
+			ready, pods := podCounts(a.obs)
 			req := &results[i].Requests[idx]
 			*req = record.ReplayRequest{Policy: r.Targets[i].Policy, Service: a.o.Service, Index: idx, AtS: at,
 				SentS: time.Since(t0).Seconds(), ReadyPods: ready, Pods: pods, Cold: ready == 0}
@@ -337,24 +331,17 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 		}
 	}
 	wg.Wait()
-	if rest := time.Until(t0.Add(time.Duration(r.Duration * float64(time.Second)))); rest > 0 {
+	if rest := time.Until(t0.Add(secs(r.Duration))); rest > 0 {
 		select {
 		case <-ctx.Done():
 		case <-time.After(rest):
 		}
 	}
-	end := time.Since(t0).Seconds()
-	for i, w := range watches {
-		results[i].Pods = w.pods(r.Targets[i].Policy, r.Targets[i].Service, end)
+	for i, l := range lives {
+		runs[i].obs.setOnPod(nil)
+		results[i].Pods = l.pods(r.Targets[i].Policy, r.Targets[i].Service)
 	}
 	return results, context.Cause(ctx)
-}
-
-func errOrEmpty(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -367,74 +354,20 @@ func trimRequests(rs []ReplayResult, n int) []ReplayResult {
 	return rs
 }
 
-// podWatch follows one Service's pods: how many are Ready now, and each
-// one's life from the watch's events, timed by this process's clock from
-// t0 (the API's timestamps have whole seconds only).
-type podWatch struct {
-	stop func()
+// podLives records each pod's life from a Service's observer's pod
+// events, timed by this process's clock from t0 (the API's timestamps
+// have whole seconds only). Every Service is at zero at t0, so every pod
+// it sees appeared after.
+type podLives struct {
+	t0 time.Time
 
 	mu   sync.Mutex
-	t0   time.Time
 	life map[string]*record.ReplayPod
-	now  map[string]*corev1.Pod // the pods as last seen
 }
 
-func watchPods(ctx context.Context, c Clients, namespace, service string) (*podWatch, error) {
-	sel := labels.Set{serving.ServiceLabelKey: service}.String()
-	ictx, cancel := context.WithCancel(ctx)
-	w := &podWatch{life: map[string]*record.ReplayPod{}, now: map[string]*corev1.Pod{}}
-	inf := informer(ictx, c, podsResource, namespace, sel, typed[corev1.Pod]())
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.event(obj, false) },
-		UpdateFunc: func(_, obj any) { w.event(obj, false) },
-		DeleteFunc: func(obj any) { w.event(obj, true) },
-	})
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("watch pods of %s/%s: %w", namespace, service, err)
-	}
-	var done sync.WaitGroup
-	done.Go(func() { inf.Run(ictx.Done()) })
-	w.stop = func() { cancel(); done.Wait() }
-	if !cache.WaitForCacheSync(ictx.Done(), inf.HasSynced) {
-		w.stop()
-		return nil, fmt.Errorf("sync pod informer for %s/%s: %w", namespace, service, context.Cause(ctx))
-	}
-	return w, nil
-}
-
-func (w *podWatch) close() { w.stop() }
-
-// begin starts the clock: lives are recorded from t0 on.
-func (w *podWatch) begin(t0 time.Time) {
+func (w *podLives) event(at time.Time, p *corev1.Pod, deleted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.t0 = t0
-	for name, p := range w.now { // none, at zero: kept for a pod seen since
-		w.life[name] = &record.ReplayPod{Pod: p.Name, SeenS: 0, ReadyS: -1, DeletingS: -1, GoneS: -1}
-		w.note(p, 0)
-	}
-}
-
-func (w *podWatch) event(obj any, deleted bool) {
-	at := time.Now()
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if deleted {
-		delete(w.now, p.Name)
-	} else {
-		w.now[p.Name] = p
-	}
-	if w.t0.IsZero() {
-		return
-	}
 	s := at.Sub(w.t0).Seconds()
 	l := w.life[p.Name]
 	if l == nil {
@@ -451,7 +384,7 @@ func (w *podWatch) event(obj any, deleted bool) {
 }
 
 // note records p's readiness and deletion as of s.
-func (w *podWatch) note(p *corev1.Pod, s float64) {
+func (w *podLives) note(p *corev1.Pod, s float64) {
 	l := w.life[p.Name]
 	if l.ReadyS < 0 && podReady(p) {
 		l.ReadyS = s
@@ -470,12 +403,11 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// count is how many pods are Ready and not terminating, and how many are
-// not terminating.
-func (w *podWatch) count() (ready, pods int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, p := range w.now {
+// podCounts is how many of the pods obs holds are Ready and not
+// terminating, and how many are not terminating.
+func podCounts(obs *observer) (ready, pods int) {
+	ps, _ := obs.pods.List(labels.Everything())
+	for _, p := range ps {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -488,7 +420,7 @@ func (w *podWatch) count() (ready, pods int) {
 }
 
 // pods are the lives recorded, in order of appearance.
-func (w *podWatch) pods(policy, service string, end float64) []record.ReplayPod {
+func (w *podLives) pods(policy, service string) []record.ReplayPod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]record.ReplayPod, 0, len(w.life))
@@ -503,7 +435,6 @@ func (w *podWatch) pods(policy, service string, end float64) []record.ReplayPod 
 		}
 		return out[i].Pod < out[j].Pod
 	})
-	_ = end
 	return out
 }
 

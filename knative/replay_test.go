@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 	"knative.dev/serving/pkg/apis/autoscaling"
 	"knative.dev/serving/pkg/apis/config"
@@ -138,5 +140,68 @@ func TestReplayTotals(t *testing.T) {
 	}
 	if rp.PodSeconds != 20+10+35 || rp.DrainSeconds != 30+5 {
 		t.Errorf("pod seconds %g (want 65), drain %g (want 35)", rp.PodSeconds, rp.DrainSeconds)
+	}
+}
+
+// TestPodLives: a replay's pod lives come from the Service's observer:
+// a pod's appearance, its Ready, its deletion asked for and its going,
+// in that order, and the counts a request reads at each step.
+func TestPodLives(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kc := fakeKube()
+	watches := watchStarted(kc)
+	obs, err := observe(ctx, Clients{Kube: kc}, "bench", "coldstart-default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.close()
+	waitWatches(t, watches, 2)
+	lives := &podLives{t0: time.Now(), life: map[string]*record.ReplayPod{}}
+	obs.setOnPod(lives.event)
+
+	// until waits for the observer's cache to show want (ready, pods).
+	until := func(step string, ready, pods int) {
+		t.Helper()
+		for {
+			r, n := podCounts(obs)
+			if r == ready && n == pods {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: counts %d ready of %d, want %d of %d", step, r, n, ready, pods)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	p := pod("p1", corev1.PodPending, false)
+	if err := kc.Tracker().Create(podsResource, unstructuredOf(p), "bench"); err != nil {
+		t.Fatal(err)
+	}
+	until("created", 0, 1)
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	mustUpdate(t, kc.Tracker(), p)
+	until("ready", 1, 1)
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	mustUpdate(t, kc.Tracker(), p)
+	until("terminating", 0, 0)
+	if err := kc.Resource(podsResource).Namespace("bench").Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		l := lives.pods("knative:window=6s", "coldstart-default")
+		if len(l) == 1 && l[0].GoneS >= 0 {
+			if x := l[0]; !(0 <= x.SeenS && x.SeenS <= x.ReadyS && x.ReadyS <= x.DeletingS && x.DeletingS <= x.GoneS) || x.Policy != "knative:window=6s" || x.Pod != "p1" {
+				t.Errorf("life %+v: want seen ≤ ready ≤ deleting ≤ gone, all from t0", x)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("lives %+v: want p1 gone", l)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }

@@ -81,6 +81,9 @@ type observer struct {
 	// wake, during a burst, is the burst's fit watch: every event sends
 	// it a non-blocking "look again" (nil outside a burst).
 	wake chan<- struct{}
+	// onPod, during a replay, gets every pod event as it comes (nil
+	// outside a replay).
+	onPod func(at time.Time, p *corev1.Pod, deleted bool)
 }
 
 // observe starts the informers and returns once both have synced: a wait
@@ -91,9 +94,9 @@ func observe(ctx context.Context, c Clients, namespace, service string) (*observ
 	o := &observer{changed: make(chan struct{}, 1)}
 	o.stop = func() { cancel(); o.done.Wait() }
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.event(obj) },
-		UpdateFunc: func(_, obj any) { o.event(obj) },
-		DeleteFunc: func(obj any) { o.event(obj) },
+		AddFunc:    func(obj any) { o.event(obj, false) },
+		UpdateFunc: func(_, obj any) { o.event(obj, false) },
+		DeleteFunc: func(obj any) { o.event(obj, true) },
 	}
 	di := informer(ictx, c, deploymentsResource, namespace, sel, typed[appsv1.Deployment]())
 	pi := informer(ictx, c, podsResource, namespace, sel, typed[corev1.Pod]())
@@ -152,7 +155,7 @@ func informer(ctx context.Context, c Clients, resource schema.GroupVersionResour
 
 func (o *observer) close() { o.stop() }
 
-func (o *observer) event(obj any) {
+func (o *observer) event(obj any, deleted bool) {
 	at := time.Now()
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -160,6 +163,9 @@ func (o *observer) event(obj any) {
 	o.mu.Lock()
 	if o.tracker != nil {
 		o.tracker.observe(at, obj)
+	}
+	if p, ok := obj.(*corev1.Pod); ok && o.onPod != nil {
+		o.onPod(at, p, deleted)
 	}
 	if o.wake != nil {
 		select {
@@ -234,6 +240,13 @@ func (o *observer) startTracking(t0 time.Time, container string) error {
 func (o *observer) setWake(ch chan<- struct{}) {
 	o.mu.Lock()
 	o.wake = ch
+	o.mu.Unlock()
+}
+
+// setOnPod makes every pod event also go to f (nil: no longer).
+func (o *observer) setOnPod(f func(at time.Time, p *corev1.Pod, deleted bool)) {
+	o.mu.Lock()
+	o.onPod = f
 	o.mu.Unlock()
 }
 
