@@ -93,17 +93,8 @@ func Deploy(ctx context.Context, c Clients, arms []Arm, o DeployOptions) (out []
 		if err == nil || len(created) == 0 {
 			return
 		}
-		// ctx may be what failed: clean up on a context of our own.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		for _, name := range created {
-			derr := c.Serving.Services(ns).Delete(cctx, name, metav1.DeleteOptions{
-				PropagationPolicy: ptr(metav1.DeletePropagationBackground)})
-			if derr != nil && !apierrors.IsNotFound(derr) {
-				err = errors.Join(err, fmt.Errorf("clean up service %s/%s: %w", ns, name, derr))
-				continue
-			}
-			logf(o.Log, "deleted service %s/%s (created by this failed deploy)", ns, name)
+		if derr := DeleteNamed(ctx, c, ns, created, o.Log, "created by this failed deploy"); derr != nil {
+			err = errors.Join(err, derr)
 		}
 	}()
 

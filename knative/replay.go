@@ -141,7 +141,7 @@ func DeployReplay(ctx context.Context, c Clients, namespace, namePrefix, arm str
 		if err == nil {
 			return
 		}
-		if derr := DeleteNamed(context.WithoutCancel(ctx), c, namespace, created); derr != nil {
+		if derr := DeleteNamed(ctx, c, namespace, created, log, "created by this failed replay"); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}()
@@ -178,17 +178,21 @@ func policyText(ann map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// DeleteNamed deletes the named Services of coldstart's in namespace
-// (those that are gone already are skipped), within 30 s of its own.
-func DeleteNamed(ctx context.Context, c Clients, namespace string, names []string) error {
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// DeleteNamed cleans up Services a call made: it deletes each named
+// Service in namespace (one gone already is skipped), on a context of its
+// own (the caller's may be what failed) bounded by 30 s, and writes
+// "deleted service NS/NAME (why)" to log for each.
+func DeleteNamed(ctx context.Context, c Clients, namespace string, names []string, log io.Writer, why string) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var errs []error
 	for _, n := range names {
 		err := c.Serving.Services(namespace).Delete(dctx, n, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)})
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete service %s/%s: %w", namespace, n, err))
+			errs = append(errs, fmt.Errorf("clean up service %s/%s: %w", namespace, n, err))
+			continue
 		}
+		logf(log, "deleted service %s/%s (%s)", namespace, n, why)
 	}
 	return errors.Join(errs...)
 }

@@ -184,7 +184,7 @@ func runReplay(ctx context.Context, o *replayOptions, w io.Writer) (err error) {
 	names, err := knative.DeployReplay(ctx, c, ns, o.NamePrefix, o.Arm, as, o.WaitTimeout, progress)
 	if !o.Keep {
 		defer func() {
-			if derr := knative.DeleteNamed(context.WithoutCancel(ctx), c, ns, names); derr != nil {
+			if derr := knative.DeleteNamed(ctx, c, ns, names, progress, "made by this replay"); derr != nil {
 				err = errors.Join(err, derr)
 			}
 		}()
