@@ -16,7 +16,8 @@ import (
 // becomes the cluster's. The replay starts every Service at zero, so
 // min= above 0 (never at zero) and initial= (which acts only when a
 // revision is created) are refused; the policy simulated starts from
-// zero as the Services do (initial 0).
+// zero as the Services do (initial 0). A grace of 0 is the cluster's not
+// read yet: the spec is checked for everything else, its grace kept.
 func ReplayPolicy(spec string, grace time.Duration) (Knative, error) {
 	p, err := ParsePolicy(spec)
 	if err != nil {
@@ -32,6 +33,9 @@ func ReplayPolicy(spec string, grace time.Duration) (Knative, error) {
 		if key, _, ok := strings.Cut(kv, "="); ok {
 			keys = append(keys, key)
 		}
+	}
+	if grace == 0 {
+		grace = k.Grace
 	}
 	if slices.Contains(keys, "grace") && k.Grace != grace {
 		return Knative{}, fmt.Errorf("policy %s: grace=%s, but scale-to-zero-grace-period is cluster-wide and the cluster's config-autoscaler says %s: set it there, or leave grace= out", spec, durText(k.Grace), durText(grace))

@@ -67,3 +67,15 @@ func TestSimulateReplay(t *testing.T) {
 		t.Errorf("no cold latencies: err %v", err)
 	}
 }
+
+// TestReplayPolicyUnknownGrace: before the cluster's grace is read (0),
+// a policy is checked for all but its grace, which it keeps.
+func TestReplayPolicyUnknownGrace(t *testing.T) {
+	k, err := ReplayPolicy("knative:grace=30s,window=6s", 0)
+	if err != nil || k.Grace != 30*time.Second {
+		t.Errorf("grace unknown: %+v, %v; want grace 30s kept", k, err)
+	}
+	if _, err := ReplayPolicy("knative:min=1", 0); err == nil || !strings.Contains(err.Error(), "never reaches zero") {
+		t.Errorf("min=1 with grace unknown: err %v", err)
+	}
+}

@@ -93,9 +93,9 @@ Rows go to results/<YYYYMMDD-HHMMSS>_replay.jsonl, which coldstart report reads.
 				o.Policies = defaultReplayPolicies
 			}
 			for _, p := range o.Policies {
-				// Checked against Knative's defaults here, against the
-				// cluster's grace period once it is read.
-				if _, err := cost.ReplayPolicy(p, cost.NewKnative().Grace); err != nil && !strings.Contains(err.Error(), "cluster-wide") {
+				// Checked here but for the grace period, which is
+				// checked against the cluster's once it is read.
+				if _, err := cost.ReplayPolicy(p, 0); err != nil {
 					return fmt.Errorf("--policy: %w", err)
 				}
 			}
