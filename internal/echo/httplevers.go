@@ -50,19 +50,18 @@ func (l *HTTPLevers) Bind(fs *flag.FlagSet) {
 func (l HTTPLevers) Check() error {
 	const kib, mib = 1 << 10, 1 << 20
 	for _, c := range []struct {
-		name    string
-		v       int
-		lo, hi  int
-		in      bool // hi inclusive
-		zeroOff bool // 0 = the default
+		name   string
+		v      int
+		lo, hi int
+		in     bool // hi inclusive
 	}{
-		{"http-max-header-bytes", l.MaxHeaderBytes, 1, 1 << 30, true, true},
-		{"http2-max-concurrent-streams", l.HTTP2MaxConcurrentStreams, 1, 1 << 31, false, true},
-		{"http2-max-receive-buffer-per-connection", l.HTTP2MaxReceiveBufferPerConnection, 64 * kib, 4 * mib, false, true},
-		{"http2-max-receive-buffer-per-stream", l.HTTP2MaxReceiveBufferPerStream, 1, 4 * mib, false, true},
-		{"http2-max-read-frame-size", l.HTTP2MaxReadFrameSize, 16 * kib, 16 * mib, true, true},
+		{"http-max-header-bytes", l.MaxHeaderBytes, 1, 1 << 30, true},
+		{"http2-max-concurrent-streams", l.HTTP2MaxConcurrentStreams, 1, 1 << 31, false},
+		{"http2-max-receive-buffer-per-connection", l.HTTP2MaxReceiveBufferPerConnection, 64 * kib, 4 * mib, false},
+		{"http2-max-receive-buffer-per-stream", l.HTTP2MaxReceiveBufferPerStream, 1, 4 * mib, false},
+		{"http2-max-read-frame-size", l.HTTP2MaxReadFrameSize, 16 * kib, 16 * mib, true},
 	} {
-		if c.v == 0 && c.zeroOff {
+		if c.v == 0 { // net/http's default
 			continue
 		}
 		if c.v < c.lo || c.v > c.hi || (!c.in && c.v == c.hi) {
@@ -86,12 +85,11 @@ func (l HTTPLevers) apply(s *http.Server) {
 	}
 	s.IdleTimeout = l.IdleTimeout
 	s.MaxHeaderBytes = l.MaxHeaderBytes
-	if l.HTTP2MaxConcurrentStreams != 0 || l.HTTP2MaxReceiveBufferPerConnection != 0 || l.HTTP2MaxReceiveBufferPerStream != 0 || l.HTTP2MaxReadFrameSize != 0 {
-		s.HTTP2 = &http.HTTP2Config{
-			MaxConcurrentStreams:          l.HTTP2MaxConcurrentStreams,
-			MaxReceiveBufferPerConnection: l.HTTP2MaxReceiveBufferPerConnection,
-			MaxReceiveBufferPerStream:     l.HTTP2MaxReceiveBufferPerStream,
-			MaxReadFrameSize:              l.HTTP2MaxReadFrameSize,
-		}
+	// A zero field of http.HTTP2Config is net/http's default.
+	s.HTTP2 = &http.HTTP2Config{
+		MaxConcurrentStreams:          l.HTTP2MaxConcurrentStreams,
+		MaxReceiveBufferPerConnection: l.HTTP2MaxReceiveBufferPerConnection,
+		MaxReceiveBufferPerStream:     l.HTTP2MaxReceiveBufferPerStream,
+		MaxReadFrameSize:              l.HTTP2MaxReadFrameSize,
 	}
 }
