@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,18 +11,8 @@ import (
 // TestCostFlags: cost's flags fill its options, with the defaults where
 // none is given, and usage errors name the flag.
 func TestCostFlags(t *testing.T) {
-	parse := func(args ...string) (*costOptions, error) {
-		var got *costOptions
-		cmd := newCostCmd(func(_ context.Context, o *costOptions, _ io.Writer) error { got = o; return nil })
-		cmd.SetArgs(args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		return got, cmd.Execute()
-	}
-	o, err := parse("--arrivals", "poisson:1/s", "r.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	parse := func(args ...string) *costOptions { return parseFlags(t, "cost", newCostCmd, args, "") }
+	o := parse("--arrivals", "poisson:1/s", "r.jsonl")
 	var specs []string
 	for _, p := range o.policies {
 		specs = append(specs, p.Short())
@@ -35,11 +23,8 @@ func TestCostFlags(t *testing.T) {
 	if o.Seed != 1 || o.Duration != 24*time.Hour || o.Platform != "local" || o.Service != 10*time.Millisecond || o.ResultsDir != "results" || o.constraint != nil {
 		t.Errorf("defaults: %+v", o)
 	}
-	o, err = parse("--trace", "a.csv", "--arrivals", "onoff:1/s,on=1m,off=1m", "--arrivals", "population:10", "--policy", "keepalive:20m",
+	o = parse("--trace", "a.csv", "--arrivals", "onoff:1/s,on=1m,off=1m", "--arrivals", "population:10", "--policy", "keepalive:20m",
 		"--policy", "knative:delay=5m", "--seed", "9", "--platform", "knative", "--arms", "static,upx", "--constraint", "p99<=300ms", "-o", "json", "x", "y")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if diff := cmp.Diff([]string{"x", "y"}, o.Results); diff != "" || len(o.policies) != 2 || o.Seed != 9 || o.constraint.Max != 300 ||
 		!cmp.Equal(o.Arms, []string{"static", "upx"}) || len(o.Arrivals) != 2 || o.Output != "json" {
 		t.Errorf("options %+v", o)
@@ -57,9 +42,6 @@ func TestCostFlags(t *testing.T) {
 		{[]string{"--arrivals", "poisson:1/s", "--duration", "0s", "r"}, "--duration: 0s"},
 		{[]string{"--arrivals", "poisson:1/s", "--concurrency", "-1", "r"}, "--concurrency: -1"},
 	} {
-		_, err := parse(tt.args...)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("cost %q = %v, want an error containing %q", tt.args, err, tt.want)
-		}
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) { parseFlags(t, "cost", newCostCmd, tt.args, tt.want) })
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,29 +11,16 @@ import (
 // TestReplayFlags: replay's flags fill its options with the defaults
 // where none is given, and bad input names the flag and what to do.
 func TestReplayFlags(t *testing.T) {
-	parse := func(args ...string) (*replayOptions, error) {
-		var got *replayOptions
-		cmd := newReplayCmd(func(_ context.Context, o *replayOptions, _ io.Writer) error { got = o; return nil })
-		cmd.SetArgs(args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		return got, cmd.Execute()
-	}
-	o, err := parse("--arms", "static", "--arrivals", "gamma:4/min,cv=2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	parse := func(args ...string) *replayOptions { return parseFlags(t, "replay", newReplayCmd, args, "") }
+	o := parse("--arms", "static", "--arrivals", "gamma:4/min,cv=2")
 	if diff := cmp.Diff(defaultReplayPolicies, o.Policies); diff != "" {
 		t.Errorf("default policies (-want +got):\n%s", diff)
 	}
 	if o.Duration != 30*time.Minute || o.Seed != 1 || o.Via != "ingress" || o.NamePrefix != "coldstart-" || o.RequestTimeout != 2*time.Minute || o.ResultsDir != "results" {
 		t.Errorf("defaults: %+v", o)
 	}
-	o, err = parse("--arms", "upx", "--trace", "t.txt", "--via", "activator", "--target", "10.0.0.1:81", "--policy", "knative:window=20s",
+	o = parse("--arms", "upx", "--trace", "t.txt", "--via", "activator", "--target", "10.0.0.1:81", "--policy", "knative:window=20s",
 		"--namespace", "bench", "--name-prefix", "x-", "--keep")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if o.Arm != "upx" || o.Via != "activator" || o.Target != "10.0.0.1:81" || !cmp.Equal(o.Policies, []string{"knative:window=20s"}) ||
 		o.Namespace != "bench" || o.NamePrefix != "x-" || !o.Keep {
 		t.Errorf("options %+v", o)
@@ -56,9 +41,6 @@ func TestReplayFlags(t *testing.T) {
 		{[]string{"--arms", "Static", "--arrivals", "poisson:1/s"}, "--arms Static"},
 		{[]string{"--arms", "static", "--arrivals", "poisson:1/s", "--request-timeout", "0s"}, "--request-timeout: 0s"},
 	} {
-		_, err := parse(tt.args...)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%v: err %v, want %q", tt.args, err, tt.want)
-		}
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) { parseFlags(t, "replay", newReplayCmd, tt.args, tt.want) })
 	}
 }
