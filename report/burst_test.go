@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,14 +15,9 @@ import (
 // summaries false it is an interrupted campaign's, without them.
 func burstFile(t *testing.T, summaries bool) string {
 	t.Helper()
-	lines := []string{`{"kind":"provenance","schema":"coldstart/v1","tool":"coldstart","started_at":"2026-12-02T02:00:00Z"}`}
-	add := func(kind string, v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, `{"kind":"`+kind+`",`+string(b[1:]))
-	}
+	f := newJSONL(t)
+	add := f.add
+	add("provenance", map[string]any{"schema": "coldstart/v1", "tool": "coldstart", "started_at": "2026-12-02T02:00:00Z"})
 	jitter := []float64{1, 1.06, 0.97, 1.03, 0.99, 1.05}
 	var bursts []record.Burst
 	for run, j := range jitter {
@@ -50,11 +44,7 @@ func burstFile(t *testing.T, summaries bool) string {
 			add(record.BurstSummaryKind, s)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "20261202-020000_coldstart.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return f.write("20261202-020000_coldstart.jsonl")
 }
 
 // TestBurstSection: the bursts are read, and the section shows the table

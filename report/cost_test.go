@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,14 +13,9 @@ import (
 // traffic model (one on the front) and its answer.
 func costFile(t *testing.T) string {
 	t.Helper()
-	lines := []string{`{"kind":"provenance","schema":"coldstart/v1","tool":"coldstart","started_at":"2026-12-01T12:00:00Z"}`}
-	add := func(kind string, v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, `{"kind":"`+kind+`",`+string(b[1:]))
-	}
+	f := newJSONL(t)
+	add := f.add
+	add("provenance", map[string]any{"schema": "coldstart/v1", "tool": "coldstart", "started_at": "2026-12-01T12:00:00Z"})
 	add(record.CostKind, record.CostRow{Traffic: "gamma:1/h,cv=2", Seed: 1, DurationHours: 168, Arm: "static", Platform: "knative", Budget: "knative",
 		StartSamples: 10, Policy: "knative", Requests: 179, Cold: 145, ColdPct: 81, AddedP50Ms: 804, AddedP99Ms: 1117, AddedP999Ms: 1117,
 		InstanceHoursPerDay: 0.52, IdleGiBHoursPerDay: 0.0016, IdleBytes: 3 << 20, IdleSource: "local PSS (density, 8 idle instances)", Front: true})
@@ -29,10 +23,7 @@ func costFile(t *testing.T) string {
 		StartSamples: 10, Policy: "knative:min=1", Requests: 179, InstanceHoursPerDay: 24, IdleGiBHoursPerDay: 0.074, IdleBytes: 3 << 20, Front: true})
 	add(record.CostAnswerKind, record.CostAnswer{Traffic: "gamma:1/h,cv=2", Constraint: "p99<=300ms", Found: true, Arm: "static",
 		Policy: "knative:min=1", Text: "p99<=300ms: knative:min=1 with static; 0.0742 GiB-h/day idle"})
-	path := filepath.Join(t.TempDir(), "20261201-120000_cost.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := f.write("20261201-120000_cost.jsonl")
 	return path
 }
 

@@ -15,19 +15,8 @@ import (
 // benchmark limits for that N, none where it defines none, and the pods'
 // own start against Kubernetes' 5 s SLO.
 func TestKnativeParallelSLA(t *testing.T) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	add := func(kind string, v any) {
-		m := map[string]any{}
-		raw, _ := json.Marshal(v)
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
-		m["kind"] = kind
-		if err := enc.Encode(m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := newJSONL(t)
+	add := f.add
 	add("provenance", map[string]any{"schema": "coldstart/v1", "tool": "coldstart", "notes": map[string]string{"cluster_nodes": "1"}})
 	for run := 1; run <= 3; run++ {
 		for _, n := range []int{1, 5, 7, 25} {
@@ -52,11 +41,7 @@ func TestKnativeParallelSLA(t *testing.T) {
 			add(record.BurstKind, record.Burst{Arm: "static", Budget: "knative", N: n, Run: run, P50Ms: first, P95Ms: first, P99Ms: first, MaxMs: first, AllReadyMs: first})
 		}
 	}
-	path := filepath.Join(t.TempDir(), "20261202-130000_coldstart-knative.jsonl")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := load(t, path)
+	r := load(t, f.write("20261202-130000_coldstart-knative.jsonl"))
 	var out bytes.Buffer
 	r.knativeParallelSLA(&mdw{w: &out}, r.Campaigns[0])
 	got := out.String()

@@ -2,9 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,22 +19,14 @@ func TestReplaySection(t *testing.T) {
 		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:delay=30s,window=6s", Service: "coldstart-static-replay2",
 			Requests: 126, Cold: 30, SimCold: 22, ColdDiffPct: -26.7, Agrees: false, Starts: 16, SimStarts: 12, PodSeconds: 1000, SimInstanceSeconds: 1100, ColdMedianMs: 810, Errors: 1},
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.Encode(map[string]any{"kind": "provenance", "schema": "coldstart/v1", "tool": "coldstart"})
-	enc.Encode(map[string]any{"kind": record.ReplayRequestKind, "policy": "knative:window=6s", "index": 0, "cold": true, "latency_ms": 805})
-	enc.Encode(map[string]any{"kind": record.ReplayPodKind, "policy": "knative:window=6s", "pod": "p", "seen_s": 0.2})
+	f := newJSONL(t)
+	f.add("provenance", map[string]any{"schema": "coldstart/v1", "tool": "coldstart"})
+	f.add(record.ReplayRequestKind, record.ReplayRequest{Policy: "knative:window=6s", Index: 0, Cold: true, LatencyMs: 805})
+	f.add(record.ReplayPodKind, record.ReplayPod{Policy: "knative:window=6s", Pod: "p", SeenS: 0.2})
 	for _, r := range rows {
-		enc.Encode(struct {
-			Kind string `json:"kind"`
-			record.Replay
-		}{record.ReplayKind, r})
+		f.add(record.ReplayKind, r)
 	}
-	path := filepath.Join(t.TempDir(), "20261202-170000_replay.jsonl")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := load(t, path)
+	r := load(t, f.write("20261202-170000_replay.jsonl"))
 	if len(r.Warnings) > 0 {
 		t.Errorf("warnings: %v", r.Warnings)
 	}
