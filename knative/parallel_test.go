@@ -143,7 +143,13 @@ func (f *fakeNode) probe(ctx context.Context, _, authority string) error {
 
 // makePod makes svc's pod, as the Deployment controller would, then
 // writes the scheduler's and the kubelet's word on it to its status.
+// Those are the cluster's writes, not the probe's: they are made apart
+// from the probe's context, which the stop may cancel as soon as the
+// status lands (against a real API server the reply can arrive after
+// the cancel, and the probe would then end with its own write's error
+// rather than held).
 func (f *fakeNode) makePod(ctx context.Context, svc string) (placed bool, err error) {
+	ctx = context.WithoutCancel(ctx)
 	f.made++
 	p := pod(fmt.Sprintf("%s-00001-deployment-%d", svc, f.made), "", false)
 	p.Namespace, p.UID = f.ns, types.UID(fmt.Sprint("uid-", f.made)) // the fake keeps the UID, an API server makes its own
