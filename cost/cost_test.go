@@ -105,32 +105,46 @@ func TestKnativeMinScale(t *testing.T) {
 }
 
 // Knative's timing on one request at 1000 s (100 ms of work) after an
-// initial pod: the autoscaler decides every 2 s; a pod goes inactive once
-// the stable window holds no request (and it has been active that long),
-// and is removed max(grace, retention) later; scale-down-delay holds the
-// last wanted scale that long first.
+// initial pod, for ticks at several phases: the autoscaler decides every
+// 2 s; a pod goes inactive once the stable window's one-second buckets
+// hold no request and it has been active that long, and is removed
+// max(grace, retention) later; scale-down-delay holds the last wanted
+// scale that long first.
 func TestKnativeTiming(t *testing.T) {
 	arrivals := []float64{1000}
-	o := Options{Duration: 3600, ServiceSeconds: 0.1}
-	for _, tt := range []struct {
-		spec string
-		want float64 // instance-seconds
-	}{
-		// Initial pod: inactive at 60, gone at 90. The request's pod:
-		// ready at 1000, the window last holds it at the 1060 tick,
-		// inactive at 1062, gone at 1092.
-		{"knative", 90 + 92},
-		{"knative:window=6s", 36 + (1008 - 1000 + 30)},
-		{"knative:grace=2m", 180 + 182},
-		{"knative:retention=2m", 180 + 182},
-		{"knative:grace=10s,retention=1m", 120 + 122},
-		// Delay 5m: the 1060 tick's scale 1 is held until 1360.
-		{"knative:delay=5m", 90 + 390},
-	} {
-		r := simulate(t, arrivals, &instant, tt.spec, o)
-		if math.Abs(r.InstanceSeconds-tt.want) > 1e-6 || r.Cold != 1 || r.Starts != 2 {
-			t.Errorf("%s: %v instance-seconds, %d cold, %d starts; want %v, 1, 2", tt.spec, r.InstanceSeconds, r.Cold, r.Starts, tt.want)
+	phases := map[bool]bool{}
+	for seed := range uint64(8) {
+		o := Options{Duration: 3600, ServiceSeconds: 0.1, Seed: seed}
+		p := knTickPhase(seed)
+		phases[p < knTick/2] = true
+		atOrAfter := func(x float64) float64 { return p + knTick*math.Ceil((x-p)/knTick) }
+		// The initial pod, ready at 0, is active for the window from 0:
+		// inactive at the first tick at or after it. The request's pod
+		// turns active at the first tick after 1000, and the window
+		// holds the request (bucket 1000) until the 1060 tick: active
+		// for the window decides.
+		a1 := atOrAfter(1000 + 1e-9)
+		last := atOrAfter(1060) - knTick // the last tick the window holds it
+		for _, tt := range []struct {
+			spec string
+			want float64 // instance-seconds
+		}{
+			{"knative", atOrAfter(60) + 30 + (a1 + 60 + 30 - 1000)},
+			{"knative:window=6s", atOrAfter(6) + 30 + (a1 + 6 + 30 - 1000)},
+			{"knative:grace=2m", atOrAfter(60) + 120 + (a1 + 60 + 120 - 1000)},
+			{"knative:retention=2m", atOrAfter(60) + 120 + (a1 + 60 + 120 - 1000)},
+			{"knative:grace=10s,retention=1m", atOrAfter(60) + 60 + (a1 + 60 + 60 - 1000)},
+			// Delay 5m: the last tick's scale 1 is held for 5 minutes.
+			{"knative:delay=5m", atOrAfter(60) + 30 + (last + 300 + 30 - 1000)},
+		} {
+			r := simulate(t, arrivals, &instant, tt.spec, o)
+			if math.Abs(r.InstanceSeconds-tt.want) > 1e-6 || r.Cold != 1 || r.Starts != 2 {
+				t.Errorf("%s, ticks at phase %.3f s: %v instance-seconds, %d cold, %d starts; want %v, 1, 2", tt.spec, p, r.InstanceSeconds, r.Cold, r.Starts, tt.want)
+			}
 		}
+	}
+	if len(phases) != 2 {
+		t.Errorf("8 seeds put the ticks in one half of their interval only: %v", phases)
 	}
 }
 

@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,7 +100,12 @@ func durText(d time.Duration) string {
 //     flight, those the activator holds included) over the stable Window
 //     and wants ceil(average / (Target × Utilization/100)) pods, at least
 //     one while any request fell in the window, and no fewer than half the
-//     ready pods (max-scale-down-rate 2);
+//     ready pods (max-scale-down-rate 2). The window is whole seconds of
+//     one-second buckets, the current one included, as the autoscaler
+//     keeps them: a request that ended in second k leaves it at the first
+//     tick of second k+Window. Where the ticks fall within their 2 s is
+//     drawn from the seed (the KPA ticks from when it made the revision's
+//     decider);
 //   - with Delay, it wants the most it wanted over the last Delay;
 //   - never fewer than Min;
 //   - wanting zero, a revision active for less than Window keeps one pod;
@@ -223,10 +229,21 @@ func (k Knative) String() string {
 
 func (k Knative) Short() string { return short(k.String(), NewKnative().String()) }
 
-func (k Knative) new() policy { return &knState{k: k, tick: 2} }
+func (k Knative) new() policy { return &knState{k: k, tick: knTick} }
 
 // knTick is the KPA's decision interval, seconds (its tickInterval).
 const knTick = 2.0
+
+// knTickPhase is where a simulation seeded seed puts the KPA's ticks
+// within one interval, [0, knTick): a stream of its own, so that the
+// start samples drawn do not depend on it.
+func knTickPhase(seed uint64) float64 {
+	return knTick * rand.New(rand.NewPCG(seed, 0x7469636b)).Float64()
+}
+
+// tickSlop absorbs the rounding of tick times summed from a fractional
+// phase, so that a duration of whole ticks compares as whole.
+const tickSlop = 1e-9
 
 type knMode int
 
@@ -241,7 +258,11 @@ type span struct{ a, b float64 }
 type knState struct {
 	k    Knative
 	tick float64
-	next float64
+	// phase is where the ticks fall within one interval: the KPA ticks
+	// from when the revision's decider was made, which the traffic does
+	// not know, so it is drawn from the seed.
+	phase float64
+	next  float64
 	// reqs are the requests that may still fall in the stable window,
 	// from arrival (held by the activator or queued) to end.
 	reqs []span
@@ -256,7 +277,8 @@ type knState struct {
 }
 
 func (st *knState) begin(s *sim) {
-	st.next = st.tick
+	st.phase = knTickPhase(s.o.Seed)
+	st.next = st.phase + st.tick
 	last := 0.0
 	for range st.k.Initial {
 		last = math.Max(last, s.startInstance(0).ready)
@@ -271,7 +293,7 @@ func (st *knState) advance(s *sim, t float64) {
 		if len(s.insts) == 0 && st.mode == knZero && len(st.reqs) == 0 && len(st.delay) == 0 {
 			// Nothing up and nothing remembered: every tick until t
 			// would decide zero.
-			if n := math.Ceil(t/st.tick) * st.tick; n > st.next {
+			if n := st.phase + math.Ceil((t-st.phase)/st.tick)*st.tick; n > st.next {
 				st.next = n
 			}
 			if st.next > t {
@@ -285,12 +307,12 @@ func (st *knState) advance(s *sim, t float64) {
 
 func (st *knState) decide(s *sim, now float64) {
 	w := st.k.Window.Seconds()
-	from := now - w
+	from := math.Floor(now) - w + 1
 	kept := st.reqs[:0]
 	var sum float64
 	seen := false
 	for _, r := range st.reqs {
-		if r.b < from {
+		if math.Floor(r.b) < from {
 			continue
 		}
 		kept = append(kept, r)
@@ -319,7 +341,7 @@ func (st *knState) decide(s *sim, now float64) {
 			t float64
 			n int
 		}{now, want})
-		for st.delay[0].t <= now-st.k.Delay.Seconds() {
+		for st.delay[0].t <= now-st.k.Delay.Seconds()+tickSlop {
 			st.delay = st.delay[1:]
 		}
 		want = st.delay[0].n
@@ -333,14 +355,14 @@ func (st *knState) decide(s *sim, now float64) {
 	if want == 0 {
 		switch st.mode {
 		case knActive:
-			if now-st.activeSince >= w {
+			if now-st.activeSince >= w-tickSlop {
 				st.mode, st.inactiveSince = knInactive, now
 				target = n // deactivated: the pods stay until the grace is up
 			} else {
 				target = min(1, n)
 			}
 		case knInactive:
-			if now-st.inactiveSince >= math.Max(st.k.Grace.Seconds(), st.k.Retention.Seconds()) {
+			if now-st.inactiveSince >= math.Max(st.k.Grace.Seconds(), st.k.Retention.Seconds())-tickSlop {
 				st.mode, target = knZero, 0
 			} else {
 				target = n

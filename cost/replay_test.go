@@ -55,8 +55,9 @@ func TestSimulateReplay(t *testing.T) {
 		if err := SimulateReplay(&rp, arrivals, 620, k, []float64{800, 900}, 5, 0, 1); err != nil {
 			t.Fatal(err)
 		}
-		if rp.SimCold != 10 || rp.SimStarts != 10 || rp.StartSamples != 2 || rp.PolicySpec != k.String() {
-			t.Errorf("simulated %+v: want 10 cold, 10 starts, from 2 samples", rp)
+		if rp.SimCold != 10 || rp.SimColdMean != 10 || rp.SimColdP5 != 10 || rp.SimColdP95 != 10 || rp.SimRuns != ReplaySims ||
+			rp.SimStarts != 10 || rp.StartSamples != 2 || rp.PolicySpec != k.String() {
+			t.Errorf("simulated %+v: want 10 cold in each of %d runs, 10 starts, from 2 samples", rp, ReplaySims)
 		}
 		if rp.Agrees != tt.agrees || rp.ColdDiffPct-tt.diff > 1e-9 || tt.diff-rp.ColdDiffPct > 1e-9 {
 			t.Errorf("real %d: diff %.2f%% agrees %v, want %.2f%% %v", tt.real, rp.ColdDiffPct, rp.Agrees, tt.diff, tt.agrees)

@@ -81,23 +81,31 @@ type Replay struct {
 	// at all. ColdByWatch counts those sent with no Ready pod, AnsweredWarm
 	// those of them answered within the warm bound: the pod watch's Ready
 	// trails the activator, which routes to a pod it has probed itself.
-	// SimCold is the simulator's requests that waited for a start. ColdDiffPct is (SimCold − Cold) / Cold × 100 (0 when both
-	// are 0, 100 when only Cold is); Agrees says it is within
-	// ReplayTolerancePct.
+	// SimColdMean is the mean over SimRuns simulations (each its own
+	// draw of start samples and tick phase) of the requests that waited
+	// for a start, SimCold that mean rounded, SimColdP5 and SimColdP95
+	// the spread of one simulation's count. ColdDiffPct is
+	// (SimColdMean − Cold) / Cold × 100 (0 when both are 0, 100 when
+	// only Cold is); Agrees says it is within ReplayTolerancePct. A file
+	// without SimRuns ran one simulation (SimCold).
 	Cold         int64   `json:"cold"`
 	ColdByWatch  int64   `json:"cold_by_watch"`
 	AnsweredWarm int64   `json:"answered_warm"`
 	WarmBoundMs  float64 `json:"warm_bound_ms"`
 	SimCold      int64   `json:"sim_cold"`
+	SimColdMean  float64 `json:"sim_cold_mean,omitempty"`
+	SimColdP5    int64   `json:"sim_cold_p5,omitempty"`
+	SimColdP95   int64   `json:"sim_cold_p95,omitempty"`
+	SimRuns      int     `json:"sim_runs,omitempty"`
 	ColdDiffPct  float64 `json:"cold_diff_pct"`
 	Agrees       bool    `json:"agrees"`
 	// Starts is how many pods appeared after t0, SimStarts how many
-	// instances the simulator started.
+	// instances the simulator started (the mean, rounded).
 	Starts    int64 `json:"starts"`
 	SimStarts int64 `json:"sim_starts"`
 	// PodSeconds is the pods' lifetime from appearing to the autoscaler's
 	// deletion (or the end), SimInstanceSeconds the simulator's from start
-	// to removal; DrainSeconds the real pods' deletion → gone, which the
+	// to removal (the mean); DrainSeconds the real pods' deletion → gone, which the
 	// simulator does not model.
 	PodSeconds         float64 `json:"pod_seconds"`
 	SimInstanceSeconds float64 `json:"sim_instance_seconds"`

@@ -21,8 +21,9 @@ func (r *Report) replaySection(m *mdw, plots func(*Campaign, string)) {
 		"unanswered. answered warm = sent with no Ready pod in the watch but answered in warm time: the activator "+
 		"probes a new pod itself and routes to it before the kubelet's Ready reaches the API. sim = `coldstart cost`'s "+
 		"simulator on the same arrivals and policy, with the cluster's grace period and the replay's scales from zero "+
-		"(requests sent when the Service had no pod at all) as its starts. The simulator agrees when its cold requests "+
-		"are within ±%.0f%% of the real ones. pod-s counts each pod from appearing to the autoscaler's deletion; drain "+
+		"(requests sent when the Service had no pod at all) as its starts: the mean of its simulations, each its own draw "+
+		"of starts and of where the autoscaler's 2 s ticks fall, with one simulation's 5th–95th percentile in brackets. "+
+		"The simulator agrees when that mean is within ±%.0f%% of the real cold requests. pod-s counts each pod from appearing to the autoscaler's deletion; drain "+
 		"is deletion → gone, which the simulator does not model.\n\n", record.ReplayTolerancePct)
 	for _, c := range r.Campaigns {
 		if len(c.Replays) == 0 {
@@ -41,12 +42,12 @@ func (r *Report) replaySection(m *mdw, plots func(*Campaign, string)) {
 			} else {
 				mark = "**no**"
 				dir := "more"
-				if x.SimCold < x.Cold {
+				if x.ColdDiffPct < 0 {
 					dir = "fewer"
 				}
-				off = append(off, fmt.Sprintf("`%s` (%d simulated, %d real: %s)", x.Policy, x.SimCold, x.Cold, dir))
+				off = append(off, fmt.Sprintf("`%s` (%s simulated, %d real: %s)", x.Policy, simCold(x), x.Cold, dir))
 			}
-			rows = append(rows, []string{"`" + x.Policy + "`", fmt.Sprint(x.Requests), fmt.Sprint(x.Cold), fmt.Sprint(x.SimCold),
+			rows = append(rows, []string{"`" + x.Policy + "`", fmt.Sprint(x.Requests), fmt.Sprint(x.Cold), simCold(x) + simSpread(x),
 				fmt.Sprintf("%+.1f%%", x.ColdDiffPct), mark, fmt.Sprintf("%d / %d", x.Starts, x.SimStarts),
 				fmt.Sprintf("%.0f / %.0f", x.PodSeconds, x.SimInstanceSeconds), fmt.Sprintf("%.0f", x.DrainSeconds),
 				ms(x.ColdMedianMs), fmt.Sprint(x.AnsweredWarm), fmt.Sprint(x.Errors)})
@@ -61,6 +62,24 @@ func (r *Report) replaySection(m *mdw, plots func(*Campaign, string)) {
 		plots(c, "replay")
 		m.p("*%s*\n\n", provenanceLine(c))
 	}
+}
+
+// simCold is the simulator's cold count: the mean of its runs, or the
+// one run of a file from before it averaged.
+func simCold(x record.Replay) string {
+	if x.SimRuns == 0 {
+		return fmt.Sprint(x.SimCold)
+	}
+	return fmt.Sprintf("%.1f", x.SimColdMean)
+}
+
+// simSpread is one simulation's 5th–95th percentile, " [29–36]", or
+// nothing for a single run.
+func simSpread(x record.Replay) string {
+	if x.SimRuns == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [%d–%d]", x.SimColdP5, x.SimColdP95)
 }
 
 // replayTolerance is record.ReplayTolerancePct as a fraction.

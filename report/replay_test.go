@@ -18,6 +18,10 @@ func TestReplaySection(t *testing.T) {
 			Requests: 126, Cold: 50, SimCold: 53, ColdDiffPct: 6, Agrees: true, AnsweredWarm: 4, Starts: 31, SimStarts: 32, PodSeconds: 640, SimInstanceSeconds: 647, DrainSeconds: 900, ColdMedianMs: 805},
 		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:delay=30s,window=6s", Service: "coldstart-static-replay2",
 			Requests: 126, Cold: 30, SimCold: 22, ColdDiffPct: -26.7, Agrees: false, Starts: 16, SimStarts: 12, PodSeconds: 1000, SimInstanceSeconds: 1100, ColdMedianMs: 810, Errors: 1},
+		// A file that averages its simulations: the mean, and one run's spread.
+		{Traffic: "gamma:4/min,cv=2", Seed: 1, DurationS: 1800, Arm: "static", Policy: "knative:window=20s", Service: "coldstart-static-replay3",
+			Requests: 126, Cold: 35, SimCold: 32, SimColdMean: 31.8, SimColdP5: 29, SimColdP95: 35, SimRuns: 200, ColdDiffPct: -9.1, Agrees: true,
+			Starts: 18, SimStarts: 17, PodSeconds: 900, SimInstanceSeconds: 880, ColdMedianMs: 1400},
 	}
 	f := newJSONL(t)
 	f.add("provenance", map[string]any{"schema": "coldstart/v1", "tool": "coldstart"})
@@ -31,8 +35,8 @@ func TestReplaySection(t *testing.T) {
 		t.Errorf("warnings: %v", r.Warnings)
 	}
 	c := r.Campaigns[0]
-	if len(c.Replays) != 2 || len(c.ReplayRequests) != 1 || len(c.ReplayPods) != 1 {
-		t.Fatalf("read %d replays, %d requests, %d pods; want 2, 1, 1", len(c.Replays), len(c.ReplayRequests), len(c.ReplayPods))
+	if len(c.Replays) != 3 || len(c.ReplayRequests) != 1 || len(c.ReplayPods) != 1 {
+		t.Fatalf("read %d replays, %d requests, %d pods; want 3, 1, 1", len(c.Replays), len(c.ReplayRequests), len(c.ReplayPods))
 	}
 	var out bytes.Buffer
 	r.replaySection(&mdw{w: &out}, func(*Campaign, string) {})
@@ -41,7 +45,8 @@ func TestReplaySection(t *testing.T) {
 		"## The simulator against the real autoscaler",
 		"| `knative:window=6s` | 126 | 50 | 53 | +6.0% | yes | 31 / 32 | 640 / 647 | 900 | 805 | 4 | 0 |",
 		"| `knative:delay=30s,window=6s` | 126 | 30 | 22 | -26.7% | **no** |",
-		"**The simulator agreed for 1 of 2 policies.** Off by more than the tolerance: `knative:delay=30s,window=6s` (22 simulated, 30 real: fewer).",
+		"| `knative:window=20s` | 126 | 35 | 31.8 [29–35] | -9.1% | yes | 18 / 17 |",
+		"**The simulator agreed for 2 of 3 policies.** Off by more than the tolerance: `knative:delay=30s,window=6s` (22 simulated, 30 real: fewer).",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)

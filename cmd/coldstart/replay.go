@@ -123,7 +123,8 @@ type replayView struct {
 	Policy   string  `json:"policy"`
 	Requests int     `json:"requests"`
 	Cold     int64   `json:"cold"`
-	SimCold  int64   `json:"sim_cold"`
+	SimCold  float64 `json:"sim_cold" render:"%.1f"`
+	SimRange string  `json:"sim_cold_p5_p95"`
 	Diff     float64 `json:"cold_diff_pct" render:"%+.1f"`
 	Agrees   string  `json:"agrees"`
 	Starts   int64   `json:"starts"`
@@ -251,7 +252,7 @@ func runReplay(ctx context.Context, o *replayOptions, w io.Writer) (err error) {
 		if !rp.Agrees {
 			agrees = "no"
 		}
-		views = append(views, replayView{rp.Policy, rp.Requests, rp.Cold, rp.SimCold, rp.ColdDiffPct, agrees,
+		views = append(views, replayView{rp.Policy, rp.Requests, rp.Cold, rp.SimColdMean, fmt.Sprintf("%d–%d", rp.SimColdP5, rp.SimColdP95), rp.ColdDiffPct, agrees,
 			rp.Starts, rp.SimStarts, rp.PodSeconds, rp.SimInstanceSeconds, rp.ColdMedianMs, rp.AnsweredWarm, rp.Errors})
 	}
 	if err := cliopts.AddAll(rf, record.ReplayKind, rows); err != nil {
