@@ -144,12 +144,7 @@ func (g *GRPCMethod) check(ctx context.Context, cc *grpc.ClientConn) (Answer, er
 }
 
 func (g *GRPCMethod) dialOptions(t Target) ([]grpc.DialOption, *attemptTLS) {
-	creds, at := grpcTransport(g.TLS, g.TLSName, t)
-	opts := []grpc.DialOption{creds}
-	if g.Authority != "" {
-		opts = append(opts, grpc.WithAuthority(g.Authority))
-	}
-	return opts, at
+	return grpcTransport(g.TLS, g.TLSName, g.Authority, t)
 }
 
 // Prepare makes one attempt to resolve the method's types, from Schema's

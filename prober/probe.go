@@ -76,11 +76,7 @@ func (h Health) Name() string { return scheme("grpc", "grpcs", h.TLS) + "-health
 
 // Check dials a new channel, calls Check once and closes the channel.
 func (h Health) Check(ctx context.Context, t Target) (Answer, error) {
-	creds, at := grpcTransport(h.TLS, h.TLSName, t)
-	opts := []grpc.DialOption{creds}
-	if h.Authority != "" {
-		opts = append(opts, grpc.WithAuthority(h.Authority))
-	}
+	opts, at := grpcTransport(h.TLS, h.TLSName, h.Authority, t)
 	cc, err := grpc.NewClient(t.GRPCTarget(), opts...)
 	if err != nil {
 		return Answer{}, fmt.Errorf("dial %s: %w", t, err)

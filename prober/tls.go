@@ -469,14 +469,36 @@ func badTLS(option, format string, args ...any) error {
 type grpcCreds struct {
 	credentials.TransportCredentials
 	at *attemptTLS
+	// ownAuthority: the channel has an :authority of its own (a Knative
+	// Service's host), which need not be serverName, the name sent and
+	// verified (--tls-server-name). grpc-go refuses a channel whose
+	// credentials name a server other than its authority, and its TLS
+	// credentials send and verify the authority: Info names no server
+	// and the handshake is given serverName.
+	ownAuthority bool
+	serverName   string
 }
 
-func (t *TLS) grpcCredentials(name string, at *attemptTLS) credentials.TransportCredentials {
-	return &grpcCreds{TransportCredentials: credentials.NewTLS(t.config(name, at)), at: at}
+func (t *TLS) grpcCredentials(name string, ownAuthority bool, at *attemptTLS) credentials.TransportCredentials {
+	cfg := t.config(name, at)
+	return &grpcCreds{TransportCredentials: credentials.NewTLS(cfg), at: at, ownAuthority: ownAuthority, serverName: cfg.ServerName}
+}
+
+// Info is the TLS credentials' own, without the server name when the
+// channel sets its :authority.
+func (g *grpcCreds) Info() credentials.ProtocolInfo {
+	i := g.TransportCredentials.Info()
+	if g.ownAuthority {
+		i.ServerName = ""
+	}
+	return i
 }
 
 func (g *grpcCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	w := &wireConn{Conn: raw, at: g.at}
+	if g.ownAuthority && g.serverName != "" {
+		authority = g.serverName // the name sent and verified, not the :authority
+	}
 	conn, info, err := g.TransportCredentials.ClientHandshake(ctx, authority, w)
 	done := time.Now()
 	g.at.mu.Lock()
@@ -498,17 +520,23 @@ func (g *grpcCreds) ClientHandshake(ctx context.Context, authority string, raw n
 }
 
 func (g *grpcCreds) Clone() credentials.TransportCredentials {
-	return &grpcCreds{TransportCredentials: g.TransportCredentials.Clone(), at: g.at}
+	return &grpcCreds{TransportCredentials: g.TransportCredentials.Clone(), at: g.at, ownAuthority: g.ownAuthority, serverName: g.serverName}
 }
 
-// grpcTransport is one gRPC attempt's credentials and, over TLS, what
-// watches its handshake (nil over plaintext).
-func grpcTransport(tl *TLS, name string, t Target) (grpc.DialOption, *attemptTLS) {
+// grpcTransport is one gRPC attempt's dial options, its :authority
+// ("" = the target's) and its credentials, and, over TLS, what watches
+// its handshake (nil over plaintext). Over TLS the name sent and verified
+// is the TLS options' server name, else name, else the :authority.
+func grpcTransport(tl *TLS, name, authority string, t Target) ([]grpc.DialOption, *attemptTLS) {
+	var opts []grpc.DialOption
+	if authority != "" {
+		opts = append(opts, grpc.WithAuthority(authority))
+	}
 	if tl == nil {
-		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
+		return append(opts, grpc.WithTransportCredentials(insecure.NewCredentials())), nil
 	}
 	at := &attemptTLS{target: t}
-	return grpc.WithTransportCredentials(tl.grpcCredentials(name, at)), at
+	return append(opts, grpc.WithTransportCredentials(tl.grpcCredentials(name, authority != "", at))), at
 }
 
 // finish runs call, gives its Answer the attempt's handshake and, when

@@ -92,6 +92,32 @@ func TestTLSHealthHandshakePhase(t *testing.T) {
 	}
 }
 
+// TestTLSOwnAuthority: a gRPC probe with an :authority of its own (a
+// Knative Service's host, which the ingress routes by) sends and verifies
+// the TLS options' server name, not the authority: grpc-go alone refuses
+// such a channel, or sends the authority.
+func TestTLSOwnAuthority(t *testing.T) {
+	file := newCerts(t)
+	tg := startEcho(t, file, "server", false)
+	tl := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), ServerName: "localhost"})
+	for _, c := range []prober.Checker{
+		prober.Health{Authority: "coldstart-default.bench.example.com", TLS: tl},
+		prober.Health{Authority: "coldstart-default.bench.example.com", TLS: tl, TLSName: "coldstart-default.bench.example.com"},
+	} {
+		a, err := c.Check(context.Background(), tg)
+		if err != nil || !a.Ready || a.TLS == nil {
+			t.Errorf("%+v: Check = %+v, %v; want ready over TLS, verified as localhost", c, a, err)
+		}
+	}
+	// Without a server name given, the authority is the name verified.
+	other := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})
+	_, err := prober.Health{Authority: "coldstart-default.bench.example.com", TLS: other}.Check(context.Background(), tg)
+	var oe *prober.OptionError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "the wrong name: it is for localhost, 127.0.0.1, ::1, not coldstart-default.bench.example.com") {
+		t.Errorf("Check with the authority as the name = %v, want the wrong name", err)
+	}
+}
+
 func TestGRPCSMethodProbe(t *testing.T) {
 	file := newCerts(t)
 	tg := startEcho(t, file, "server", false)
