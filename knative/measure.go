@@ -22,39 +22,49 @@ import (
 
 // ProbeFunc makes one probe attempt at target (host:port) with the given
 // :authority on a channel of its own, and returns nil only for a healthy
-// reply. ctx carries the attempt's deadline.
-type ProbeFunc func(ctx context.Context, target, authority string) error
+// reply. ctx carries the attempt's deadline. Over TLS it also returns the
+// attempt's handshake when one completed, whatever the call after it did
+// (nil in plaintext, or when no handshake completed).
+type ProbeFunc func(ctx context.Context, target, authority string) (*prober.Handshake, error)
 
 // HealthCheck is the default ProbeFunc: prober.Health, i.e. a fresh gRPC
 // channel (passthrough target, no DNS resolver, plaintext h2c), one
 // fail-fast grpc.health.v1 Check for the whole server, then Close. A fresh
 // channel per attempt avoids grpc-go's reconnect backoff (1 s after the
 // first failure), which would quantise the measurement.
-func HealthCheck(ctx context.Context, target, authority string) error {
+func HealthCheck(ctx context.Context, target, authority string) (*prober.Handshake, error) {
 	return CheckerProbe(prober.Health{Authority: authority})(ctx, target, authority)
 }
 
 // CheckerProbe makes a ProbeFunc of any prober.Checker: ready answers are
 // success, everything else an error. Each attempt carries the authority
 // argument as its :authority (Host for an HTTP probe) unless the Checker
-// sets its own: the ingress and the activator route on it.
+// sets its own: the ingress and the activator route on it. A Checker with
+// TLS makes each attempt a new TLS client, its server name that authority
+// (WithAuthority); a failure retrying does not mend (a certificate that
+// does not verify, a plaintext server) wraps prober.ErrBadProbe.
 func CheckerProbe(c prober.Checker) ProbeFunc {
-	return func(ctx context.Context, target, authority string) error {
+	return func(ctx context.Context, target, authority string) (*prober.Handshake, error) {
 		c := WithAuthority(c, authority)
 		a, err := c.Check(ctx, prober.Target{Network: "tcp", Address: target})
 		if err != nil {
-			return err
+			return a.TLS, err
 		}
 		if !a.Ready {
-			return fmt.Errorf("%s %s: answered, not ready: %s", c.Name(), target, a.Detail)
+			return a.TLS, fmt.Errorf("%s %s: answered, not ready: %s", c.Name(), target, a.Detail)
 		}
-		return nil
+		return a.TLS, nil
 	}
 }
 
 // WithAuthority returns c with its :authority (the Host header for an HTTP
 // probe) set to authority, unless c sets one already or authority is "".
-// Probe kinds without one (tcp) are returned as they are.
+// Probe kinds without one (tcp) are returned as they are. Over TLS the
+// server name sent (SNI) and verified becomes that :authority too, unless
+// c's TLS options name one (--tls-server-name): what TLS in front of
+// Knative is terminated by, the ingress or a gateway, picks the
+// certificate by the Service's host, and a probe URL's own host (loopback)
+// names no Service.
 func WithAuthority(c prober.Checker, authority string) prober.Checker {
 	if authority == "" {
 		return c
@@ -64,19 +74,28 @@ func WithAuthority(c prober.Checker, authority string) prober.Checker {
 		if t.Authority == "" {
 			t.Authority = authority
 		}
+		if t.TLS != nil {
+			t.TLSName = t.Authority
+		}
 		return t
 	case *prober.GRPCMethod:
-		if t.Authority == "" {
-			cp := *t
+		cp := *t
+		if cp.Authority == "" {
 			cp.Authority = authority
-			return &cp
 		}
+		if cp.TLS != nil {
+			cp.TLSName = cp.Authority
+		}
+		return &cp
 	case *prober.HTTP:
-		if t.Host == "" {
-			cp := *t
+		cp := *t
+		if cp.Host == "" {
 			cp.Host = authority
-			return &cp
 		}
+		if cp.TLS != nil {
+			cp.TLSName = cp.Host
+		}
+		return &cp
 	}
 	return c
 }
@@ -339,8 +358,19 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 	return probeFrom(ctx, obs, o, target, authority, t0)
 }
 
+// badProbesToBlame is how many attempts in a row must fail for good
+// (prober.ErrBadProbe: a certificate that does not verify, a plaintext
+// server where TLS was asked for) before a cold start ends with that
+// error rather than waiting out ProbeTimeout: one connection closed on a
+// ClientHello may be a hop going away, not a server without TLS.
+const badProbesToBlame = 3
+
 // probeFrom probes until the first healthy reply, timed from t0, at which
-// obs started tracking, and reads the phases; it stops the tracking.
+// obs started tracking, and reads the phases; it stops the tracking. Over
+// TLS (the attempts return handshakes) the first completed handshake is
+// the tls_handshake phase and the ready attempt's the sample's TLS, as in
+// a local run; an attempt that fails for good badProbesToBlame times in a
+// row ends the cold start with its error.
 func probeFrom(ctx context.Context, obs *observer, o MeasureOptions, target, authority string, t0 time.Time) (prober.Sample, error) {
 	defer obs.stopTracking()
 	var s prober.Sample
@@ -352,20 +382,34 @@ func probeFrom(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 		defer o.Traces.Forget(trace)
 	}
 	var lastErr error
+	var handshake *prober.Phase // the first TLS handshake completed
+	bad := 0                    // attempts in a row that failed for good
 	for {
 		s.Attempts++
 		actx, acancel := context.WithTimeout(pctx, o.AttemptTimeout)
 		if o.Traces != nil {
 			actx = withTrace(actx, trace) // a new span of the same trace per attempt
 		}
-		lastErr = o.Probe(actx, target, authority)
+		var hs *prober.Handshake
+		hs, lastErr = o.Probe(actx, target, authority)
 		acancel()
+		if hs != nil && handshake == nil {
+			handshake = &prober.Phase{Name: prober.PhaseTLSHandshake, Ms: ms(hs.Done.Sub(t0))}
+		}
 		if lastErr == nil {
 			s.FirstRPCMs = ms(time.Since(t0))
+			if hs != nil {
+				s.TLS = hs.Record()
+			}
 			break
 		}
 		if ctx.Err() != nil {
 			return s, context.Cause(ctx)
+		}
+		if !errors.Is(lastErr, prober.ErrBadProbe) {
+			bad = 0
+		} else if bad++; bad >= badProbesToBlame {
+			return s, lastErr // it names the server; the caller, the Service
 		}
 		if pctx.Err() != nil {
 			s.Error = fmt.Sprintf("no healthy reply from %s within %s after %d attempts: %v", target, o.ProbeTimeout, s.Attempts, lastErr)
@@ -386,6 +430,9 @@ func probeFrom(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 			return s, err
 		}
 		s.Phases = append(s.Phases, tracePhases(t0, spans)...)
+	}
+	if handshake != nil {
+		s.Phases = append(s.Phases, *handshake)
 	}
 	if s.Error == "" {
 		s.Phases = append(s.Phases, prober.Phase{Name: prober.PhaseFirstRPC, Ms: s.FirstRPCMs})

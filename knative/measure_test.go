@@ -42,18 +42,18 @@ func TestHealthCheck(t *testing.T) {
 	hs, addr, auth := healthServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := HealthCheck(ctx, addr, "coldstart-default.bench.example.com"); err != nil {
+	if _, err := HealthCheck(ctx, addr, "coldstart-default.bench.example.com"); err != nil {
 		t.Fatalf("HealthCheck(SERVING) = %v", err)
 	}
 	if a := <-auth; a != "coldstart-default.bench.example.com" {
 		t.Errorf(":authority = %q, want the ksvc host", a)
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	if err := HealthCheck(ctx, addr, ""); err == nil || !strings.Contains(err.Error(), "NOT_SERVING") {
+	if _, err := HealthCheck(ctx, addr, ""); err == nil || !strings.Contains(err.Error(), "NOT_SERVING") {
 		t.Errorf("HealthCheck(NOT_SERVING) = %v, want an error naming NOT_SERVING", err)
 	}
 	// Nothing listening: one fail-fast attempt, no wait for a backoff.
-	if err := HealthCheck(ctx, closedAddr(t), ""); err == nil {
+	if _, err := HealthCheck(ctx, closedAddr(t), ""); err == nil {
 		t.Error("HealthCheck(closed port) = nil")
 	}
 	if ctx.Err() != nil {
@@ -114,7 +114,7 @@ func TestCheckerProbeAuthority(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := CheckerProbe(tt.checker)(ctx, addr, tt.arg); err != nil {
+			if _, err := CheckerProbe(tt.checker)(ctx, addr, tt.arg); err != nil {
 				t.Fatal(err)
 			}
 			if got := <-auth; got != tt.want {

@@ -247,10 +247,10 @@ func testParallelUnschedulable(ctx context.Context, t *testing.T, c Clients, ns 
 	var once sync.Once
 	p := Parallel{ColdStart: ColdStart{Clients: c, Namespace: ns, Arms: []string{"default"}, NamePrefix: "coldstart-", Runs: 1,
 		Activator: true, Target: "127.0.0.1:1", ProbeTimeout: time.Minute}, Sizes: []int{1, 3}}
-	p.probe = func(ctx context.Context, target, authority string) error {
+	p.probe = plainProbe(func(ctx context.Context, target, authority string) error {
 		once.Do(watching)
 		return node.probe(ctx, target, authority)
-	}
+	})
 	var insts []record.BurstInstance
 	got, err := p.Run(ctx, func(kind string, v any) error {
 		switch kind {

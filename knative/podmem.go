@@ -172,7 +172,7 @@ func (c ColdStart) idleMemory(ctx context.Context, arm string, probe ProbeFunc, 
 	var last error
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		perr := probe(pctx, target, authority)
+		_, perr := probe(pctx, target, authority)
 		pcancel()
 		if perr == nil && answered.IsZero() {
 			answered = time.Now()

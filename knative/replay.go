@@ -325,7 +325,7 @@ func (r Replay) Run(ctx context.Context) ([]ReplayResult, error) {
 			wg.Go(func() {
 				sent := time.Now()
 				pctx, cancel := context.WithTimeout(ctx, timeout)
-				err := a.o.Probe(pctx, a.target, a.authority)
+				_, err := a.o.Probe(pctx, a.target, a.authority)
 				cancel()
 				req.LatencyMs = float64(time.Since(sent)) / float64(time.Millisecond)
 				if err != nil {

@@ -133,11 +133,18 @@ func (b RequestBurst) once(ctx context.Context, a *armRun, run int, all []*armRu
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, a.o.ProbeTimeout)
 			defer cancel()
+			bad := 0 // attempts in a row that failed for good
 			for {
 				answers[i].attempts++
-				err := a.o.Probe(pctx, a.target, a.authority)
+				_, err := a.o.Probe(pctx, a.target, a.authority)
 				if err == nil {
 					answers[i].at = time.Since(t0)
+					return
+				}
+				if !errors.Is(err, prober.ErrBadProbe) {
+					bad = 0
+				} else if bad++; bad >= badProbesToBlame {
+					answers[i].err = err
 					return
 				}
 				if pctx.Err() != nil {

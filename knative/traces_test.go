@@ -68,7 +68,7 @@ func TestTracesFromKnativeTracing(t *testing.T) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := HealthCheck(withTrace(ctx, id), ln.Addr().String(), "rev.ns.svc.cluster.local"); err != nil {
+	if _, err := HealthCheck(withTrace(ctx, id), ln.Addr().String(), "rev.ns.svc.cluster.local"); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
 	first := ms(time.Since(t0))
@@ -113,7 +113,7 @@ func TestTracesFromKnativeTracing(t *testing.T) {
 
 	// Untraced: no traceparent, sample-rate 0, so no span. The probe's
 	// spans would arrive within the reporter's 1 s batch interval.
-	if err := HealthCheck(ctx, ln.Addr().String(), ""); err != nil {
+	if _, err := HealthCheck(ctx, ln.Addr().String(), ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)

@@ -316,7 +316,7 @@ func TestScaleFromZeroFake(t *testing.T) {
 	var samples []prober.Sample
 	err := ScaleFromZero(ctx, c, MeasureOptions{
 		Namespace: "bench", Service: "coldstart-default", Arm: "default", Budget: "max", Runs: 1,
-		Probe: probe, PhaseGrace: 5 * time.Second,
+		Probe: plainProbe(probe), PhaseGrace: 5 * time.Second,
 	}, func(s prober.Sample) error { samples = append(samples, s); return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +390,7 @@ func TestScaleFromZeroFailures(t *testing.T) {
 	markStatus(svc, true)
 	never := func(context.Context, string, string) error { return errors.New("unavailable") }
 	o := MeasureOptions{Namespace: "bench", Service: "coldstart-default", Arm: "default", Runs: 1,
-		Probe: never, ProbeTimeout: 50 * time.Millisecond, ZeroTimeout: 200 * time.Millisecond, PhaseGrace: time.Millisecond}
+		Probe: plainProbe(never), ProbeTimeout: 50 * time.Millisecond, ZeroTimeout: 200 * time.Millisecond, PhaseGrace: time.Millisecond}
 
 	// At zero, but nothing ever answers: one sample with the error, no phases.
 	c := fakeCluster(t, "bench", true, svc)
@@ -447,7 +447,7 @@ func TestScaleFromZeroViaActivator(t *testing.T) {
 		return nil
 	}
 	o := MeasureOptions{Namespace: "bench", Service: "coldstart-default", Runs: 1, Activator: true,
-		Target: "10.234.0.31:81", Probe: probe, PhaseGrace: time.Millisecond}
+		Target: "10.234.0.31:81", Probe: plainProbe(probe), PhaseGrace: time.Millisecond}
 	if err := ScaleFromZero(ctx, c, o, func(prober.Sample) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -486,12 +486,12 @@ func TestInterleavedRotates(t *testing.T) {
 		markStatus(svc, true)
 		svcs = append(svcs, svc)
 		opts = append(opts, MeasureOptions{Namespace: "bench", Service: svc.Name, Arm: arm, Budget: "max", Runs: 2, Warmup: true,
-			PhaseGrace: time.Millisecond, Probe: func(context.Context, string, string) error {
+			PhaseGrace: time.Millisecond, Probe: plainProbe(func(context.Context, string, string) error {
 				mu.Lock()
 				order = append(order, arm)
 				mu.Unlock()
 				return nil
-			}})
+			})})
 	}
 	c := fakeCluster(t, "bench", true, svcs...)
 	c.Kube = fakeKube(objs...)
