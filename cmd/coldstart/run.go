@@ -91,6 +91,10 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	}
 	f := cmd.Flags()
 	o.serverOptions.bind(cmd)
+	// On Knative the probes route by each Service's host: TLS in front of
+	// the activator holds the certificate for it.
+	sn := f.Lookup("tls-server-name")
+	sn.Usage = strings.TrimSuffix(sn.Usage, ")") + "; --on knative: each Service's host, the probe's :authority)"
 	f.VarP(&cliopts.AutoCount{N: &o.Runs, Auto: &o.AutoRuns, Unit: "runs"}, "runs", "n", "counted cold starts per arm and budget (after one warm-up round), or auto: rounds until every median's interval is within --precision, at most --max-runs")
 	f.Float64Var(&o.Precision, "precision", o.Precision, "--runs auto: stop once every arm's median interval reaches no farther than this fraction of the median on either side (0.03 = ±3%)")
 	f.IntVar(&o.MaxRuns, "max-runs", o.MaxRuns, "--runs auto: stop after this many counted rounds, however wide the intervals")

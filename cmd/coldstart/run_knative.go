@@ -34,9 +34,6 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if prober.TLSOf(checker) != nil {
-		return fmt.Errorf("--probe %s over TLS: not supported with --on knative yet, only for local servers", checker.Name())
-	}
 	levers, err := knative.ParseLevers(o.Levers)
 	if err != nil {
 		return fmt.Errorf("--lever: %w", err)
@@ -59,7 +56,7 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if o.BurstRequests > 0 {
 		return runKnativeRequests(ctx, o, cs, w)
 	}
-	rf, err := o.CreateResults("coldstart-knative", cs.Notes(ctx))
+	rf, err := o.createKnativeResults(cs, cs.Notes(ctx))
 	if err != nil {
 		return err
 	}
@@ -106,6 +103,24 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	return rf.End(w, show, err, campaign.Built{})
 }
 
+// createKnativeResults starts a Knative campaign's results file: the
+// provenance with notes, then how the probes speak TLS when they do.
+func (o *runOptions) createKnativeResults(cs knative.ColdStart, notes map[string]string) (*cliopts.Results, error) {
+	if prober.TLSOf(cs.Checker) != nil {
+		notes["probe_tls"] = "each probe a new TLS client, never resuming a session; the name sent and verified is each Service's host " +
+			"(the probe's :authority) unless --tls-server-name gives one; the handshake is with what serves TLS at the probes' address " +
+			"(an ingress or gateway in front of the activator), not with the pod"
+	}
+	rf, err := o.CreateResults("coldstart-knative", notes)
+	if err != nil {
+		return nil, err
+	}
+	if err := addTLS(rf, cs.Checker); err != nil {
+		return nil, err
+	}
+	return rf, nil
+}
+
 // idleMemoryWait bounds the wait for a kubelet sample of each arm's pod
 // after it answered (the kubelet samples every 10-15 s).
 const idleMemoryWait = 60 * time.Second
@@ -148,7 +163,7 @@ func runKnativeParallel(ctx context.Context, o *runOptions, cs knative.ColdStart
 	notes["parallel"] = "N Services of one arm scaled from zero at once per N, each proven at zero at t0 (zero_at_t0), one t0 for all; " +
 		"copies per N: " + parallelCopiesText(sizes)
 	p := knative.Parallel{ColdStart: cs, Sizes: sizes}
-	return o.knativeBursts(w, notes, "--parallel", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
+	return o.knativeBursts(w, cs, notes, "--parallel", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
 		p.Noise = onNoise
 		return p.Run(ctx, add)
 	}, func(w io.Writer, bursts []record.Burst, sums []record.BurstSummary) error {
@@ -185,10 +200,10 @@ func writeDidNotFit(w io.Writer, bursts []record.Burst) error {
 // after flag in errors: run gets where to send the noise of each round
 // and every record as it comes, and returns the bursts; the summaries
 // follow, and table prints the terminal's table.
-func (o *runOptions) knativeBursts(w io.Writer, notes map[string]string, flag string,
+func (o *runOptions) knativeBursts(w io.Writer, cs knative.ColdStart, notes map[string]string, flag string,
 	run func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error),
 	table func(io.Writer, []record.Burst, []record.BurstSummary) error) error {
-	rf, err := o.CreateResults("coldstart-knative", notes)
+	rf, err := o.createKnativeResults(cs, notes)
 	if err != nil {
 		return err
 	}
@@ -237,7 +252,7 @@ func runKnativeRequests(ctx context.Context, o *runOptions, cs knative.ColdStart
 		notes["container_concurrency_"+arm] = fmt.Sprint(cc)
 	}
 	b := knative.RequestBurst{ColdStart: cs, Requests: o.BurstRequests}
-	return o.knativeBursts(w, notes, "--burst-requests", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
+	return o.knativeBursts(w, cs, notes, "--burst-requests", func(onNoise func(string, noise.Window) error, add func(string, any) error) ([]record.Burst, error) {
 		b.Noise = onNoise
 		return b.Run(ctx, add)
 	}, func(w io.Writer, bursts []record.Burst, _ []record.BurstSummary) error {
