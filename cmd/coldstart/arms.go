@@ -101,7 +101,15 @@ func (o *serverOptions) checker() (prober.Checker, error) {
 // probe asks for TLS itself (grpcs://, https://, h3://); the TLS flags alone are
 // an error.
 func (o *serverOptions) withTLS(c prober.Checker) (prober.Checker, error) {
-	tl, err := o.TLS.Load(prober.TLSOf(c) != nil, "a grpcs://, https:// or h3:// --probe")
+	return withTLS(c, &o.TLS)
+}
+
+// withTLS is c over TLS with t's configuration, when t is on (--tls) or c
+// asks for TLS itself; the TLS flags with neither are an error naming the
+// flag. Every command whose probes take the TLS flags (run, density,
+// pull) goes through it, so that they take and refuse them alike.
+func withTLS(c prober.Checker, t *cliopts.TLS) (prober.Checker, error) {
+	tl, err := t.Load(prober.TLSOf(c) != nil, "a grpcs://, https:// or h3:// --probe")
 	if err != nil || tl == nil {
 		return c, err // a prober.OptionError: flagError names the flag
 	}

@@ -36,12 +36,15 @@ type pullOptions struct {
 	Runs         int
 	RegistryPort int
 	Probe        string
-	Timeout      time.Duration
-	ServerArgs   []string
-	Output       render.Format
-	ResultsDir   string
-	Verbose      bool
-	Quiet        bool
+	// TLS for the probes: --tls, or a grpcs://, https:// or h3:// probe,
+	// with these files and names, as coldstart run takes them.
+	TLS        cliopts.TLS
+	Timeout    time.Duration
+	ServerArgs []string
+	Output     render.Format
+	ResultsDir string
+	Verbose    bool
+	Quiet      bool
 	// Baseline is the arm the others are compared against ("" = default
 	// where it is measured, else the first arm).
 	Baseline string
@@ -92,7 +95,9 @@ pair of images, and writes every pull to results/<YYYYMMDD-HHMMSS>_pull.jsonl as
 	f.StringVar(&o.Layers, "layers", o.Layers, "image layerings, comma-separated: single (base files and binary in one layer) or split (base layer + binary layer)")
 	f.IntVarP(&o.Runs, "runs", "n", o.Runs, "pulls per image and bandwidth (at least 4 for a break-even to be significant)")
 	f.IntVar(&o.RegistryPort, "registry-port", 0, "port of the local registry on 127.0.0.1 (0 = any free port)")
-	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, http://127.0.0.1/path, h2c://127.0.0.1/path or tcp")
+	f.StringVar(&o.Probe, "probe", o.Probe, "readiness probe: health, /pkg.Svc/Method, grpcs://127.0.0.1[/pkg.Svc/Method], http://127.0.0.1/path, https://127.0.0.1/path, h2c://127.0.0.1/path, h3://127.0.0.1/path (HTTP/3 over QUIC, UDP) or tcp")
+	o.TLS.Bind(cmd, "probe over TLS: a new TLS client per probe, never resuming a session (grpcs://, https:// and h3:// probes imply it); the server's certificate and key are its own flags, after --",
+		"the probe URL's host, else the address dialled")
 	timeoutVar(f, &o.Timeout, "start-timeout", "give up on one start after this long")
 	f.VarP(&o.Output, "output", "o", "output format: table, json, csv or markdown")
 	f.StringVar(&o.ResultsDir, "results-dir", o.ResultsDir, "directory for the raw results file")
@@ -148,10 +153,20 @@ func (o *pullOptions) validate() error {
 	if _, err := prober.ParseTemplate(o.ServerArgs); err != nil {
 		return err
 	}
-	if _, err := prober.ParseProbe(o.Probe, ""); err != nil {
+	if _, err := o.checker(); err != nil {
 		return err
 	}
 	return nil
+}
+
+// checker turns --probe into the readiness checker, over TLS when --tls
+// is given or the probe asks for it, as coldstart run's.
+func (o *pullOptions) checker() (prober.Checker, error) {
+	c, err := prober.ParseProbe(o.Probe, "")
+	if err != nil {
+		return nil, err
+	}
+	return withTLS(c, &o.TLS)
 }
 
 // runPull builds the arms, runs the pull campaign, records every pull, and
@@ -161,7 +176,10 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	comps, _ := pull.ParseCompressions(o.Compression)
 	bws, _ := pull.ParseBandwidths(o.Bandwidth)
 	lays, _ := pull.ParseLayerings(o.Layers)
-	checker, _ := prober.ParseProbe(o.Probe, "")
+	checker, err := o.checker()
+	if err != nil {
+		return err
+	}
 	var progress io.Writer
 	if !o.Quiet {
 		progress = o.stderr
@@ -182,6 +200,9 @@ func runPull(ctx context.Context, o *pullOptions, w io.Writer) error {
 	defer reg.Close()
 	rf, err := cliopts.CreateResults("coldstart", o.stderr, o.ResultsDir, "pull", nil)
 	if err != nil {
+		return err
+	}
+	if err := addTLS(rf, checker); err != nil {
 		return err
 	}
 	src := builds.Source{Pkg: o.Pkg, Dir: o.ModuleDir, Bin: o.Bin.Path}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,10 +22,16 @@ import (
 	"github.com/coldstart-go/coldstart/builds"
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/internal/render"
+	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/record"
 )
 
 func TestPullFlags(t *testing.T) {
+	certs := t.TempDir()
+	if err := testcerts.WriteSet(certs); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(certs, "ca.crt")
 	base := func(mod func(*pullOptions)) pullOptions {
 		o := pullOptions{
 			Arms: builds.ArmList{"static", "upx"}, UPXLevel: builds.UPXDefault, Compression: "gzip,zstd", Bandwidth: "10Mbit,100Mbit,1Gbit,max",
@@ -74,6 +81,23 @@ func TestPullFlags(t *testing.T) {
 				o.Arms, o.Baseline = nil, "v2"
 			})},
 		{name: "baseline not measured", args: []string{"--arms", "static,upx", "--baseline", "default"}, wantErr: `--baseline: "default" is not measured (arms: static, upx)`},
+		// TLS, as coldstart run takes it.
+		{name: "tls", args: []string{"--tls", "--cacert", ca, "--tls-server-name", "localhost", "--", "--tls-cert", "s.crt"},
+			want: base(func(o *pullOptions) {
+				o.TLS.On, o.TLS.CACert, o.TLS.ServerName, o.ServerArgs = true, ca, "localhost", []string{"--tls-cert", "s.crt"}
+			})},
+		{name: "grpcs probe", args: []string{"--probe", "grpcs://localhost", "--cacert", ca},
+			want: base(func(o *pullOptions) { o.Probe, o.TLS.CACert = "grpcs://localhost", ca })},
+		{name: "https probe", args: []string{"--probe", "https://127.0.0.1/healthz", "--insecure-skip-verify"},
+			want: base(func(o *pullOptions) { o.Probe, o.TLS.InsecureSkipVerify = "https://127.0.0.1/healthz", true })},
+		{name: "cacert without TLS", args: []string{"--cacert", ca}, wantErr: "--cacert: only with TLS (--tls, or a grpcs://, https:// or h3:// --probe)"},
+		{name: "cacert missing", args: []string{"--tls", "--cacert", filepath.Join(certs, "nope.crt")}, wantErr: "--cacert: open " + filepath.Join(certs, "nope.crt") + ": no such file or directory"},
+		{name: "cacert not PEM", args: []string{"--tls", "--cacert", filepath.Join(certs, "server.key")}, wantErr: "--cacert: " + filepath.Join(certs, "server.key") + ": no PEM certificate in it"},
+		{name: "key not the cert's", args: []string{"--tls", "--cert", filepath.Join(certs, "client.crt"), "--key", filepath.Join(certs, "server.key")},
+			wantErr: "--key: " + filepath.Join(certs, "server.key") + " does not match the certificate in " + filepath.Join(certs, "client.crt")},
+		{name: "tls over tcp", args: []string{"--tls", "--probe", "tcp"}, wantErr: "--tls: --probe: the tcp-connect (lower bound, not readiness) probe makes no TLS handshake"},
+		{name: "tls over h2c", args: []string{"--tls", "--probe", "h2c://127.0.0.1/healthz"}, wantErr: "--tls: --probe: h2c /healthz is HTTP/2 without TLS; over TLS probe https://"},
+		{name: "cacert and insecure", args: []string{"--tls", "--cacert", ca, "--insecure-skip-verify"}, wantErr: "none of the others can be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
