@@ -6,6 +6,7 @@
 #
 #   bench/generators.sh                      # 3 rounds, 20,000 calls at 1 in flight, 100,000 at 32
 #   bench/generators.sh -rounds 5            # flags go to bench/generators (-help lists them)
+#   bench/generators.sh -tls                 # also every tool over TLS, against a second server
 #   bench/generators.sh --base main~3         # also steady built from that commit (tool steady-lean-base)
 #
 # Installs h2load (Debian nghttp2-client) and ghz v0.121.0 when missing.

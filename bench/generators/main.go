@@ -15,12 +15,21 @@
 // --server-pid). Each round runs the tools in a rotated order, so drift in
 // the machine's load falls on all; every row records the load average and
 // how busy the whole machine was (/proc/stat) while it was measured.
+//
+// With -tls every round also loads a second sample server, on the same
+// CPU, serving TLS with a certificate made for the run (an ECDSA P-256
+// key signed by a CA made for the run, in the run's temporary directory;
+// the results carry fingerprints only): h2load over https:// (HTTP/2 by
+// ALPN; it verifies no certificate), ghz and steady verifying against the
+// run's CA. Those rows say tls: true and are compared with h2load's over
+// TLS.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -43,6 +52,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/provenance"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/resultfile"
+	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/steady"
@@ -53,6 +63,7 @@ type Row struct {
 	Round       int     `json:"round"`
 	Tool        string  `json:"tool"`
 	Concurrency int     `json:"concurrency"`
+	TLS         bool    `json:"tls"` // over TLS, to the -tls server
 	Calls       int64   `json:"calls"`
 	CallsPerS   float64 `json:"calls_per_s" render:"%.0f"`
 	ClientCPU   float64 `json:"client_cpu_us_per_call" render:"%.1f"`
@@ -68,11 +79,12 @@ type Row struct {
 	MachineBusy float64 `json:"machine_busy_frac" render:"%.2f"`
 }
 
-// Summary is one tool at one concurrency: medians over rounds, and the
-// ratios to h2load's medians.
+// Summary is one tool at one concurrency over one transport: medians over
+// rounds, and the ratios to h2load's medians over the same transport.
 type Summary struct {
 	Tool             string  `json:"tool"`
 	Concurrency      int     `json:"concurrency"`
+	TLS              bool    `json:"tls"`
 	Rounds           int     `json:"rounds"`
 	ClientCPU        float64 `json:"client_cpu_us_per_call" render:"%.1f"`
 	ClientCPURange   string  `json:"client_cpu_range_us"`
@@ -95,6 +107,7 @@ type options struct {
 	rounds, warmup, seqCalls, parCalls int
 	par                                int
 	results                            string
+	tls                                bool
 }
 
 func main() {
@@ -115,6 +128,7 @@ func main() {
 	flag.IntVar(&o.parCalls, "par-calls", 100000, "calls with -concurrency in flight")
 	flag.IntVar(&o.par, "concurrency", 32, "calls in flight in the parallel measurement (one connection)")
 	flag.StringVar(&o.results, "results-dir", "results", "where the results go")
+	flag.BoolVar(&o.tls, "tls", false, "also load a second server serving TLS (a certificate made for the run), every tool over TLS in every round; rows say tls")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -141,12 +155,18 @@ var tools = map[string]tool{
 	},
 }
 
-// server is the one server every generator loads.
+// server is the one server every generator loads (one per transport
+// with -tls).
 type server struct {
 	inst    launch.Instance
 	target  prober.Target
 	reqFile string // one gRPC-framed EchoRequest, for h2load -d
 	scratch string
+	// tls: the server serves TLS with a certificate signed by the CA in
+	// caFile; certSHA256 and caSHA256 are their fingerprints.
+	tls                  bool
+	caFile               string
+	certSHA256, caSHA256 string
 }
 
 func run(ctx context.Context, o options) error {
@@ -174,36 +194,57 @@ func run(ctx context.Context, o options) error {
 	if o.steadyBase != "" {
 		prov.Notes["steady_base_commit"] = o.steadyBaseRev
 	}
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	transports := []bool{false}
+	if o.tls {
+		transports = append(transports, true)
+	}
+	for _, tl := range transports {
+		s, err := startServer(ctx, o, tl)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		fmt.Fprintf(os.Stderr, "generators: server pid %d at %s on CPU %s, %s; load average %s\n", s.inst.PID(), s.target.Address, o.serverCPU, transportName(tl), loadavg())
+		if tl {
+			prov.Notes["tls"] = "a second server serving TLS: ECDSA P-256 certificate and CA made for the run (keys in its temporary directory only); " +
+				"h2load https:// with ALPN h2 verifies no certificate (its default); ghz --cacert and steady --tls --cacert verify against the run's CA"
+			prov.Notes["tls_server_cert_sha256"] = s.certSHA256
+			prov.Notes["tls_ca_sha256"] = s.caSHA256
+		}
+	}
 	rf, err := resultfile.Create(o.results, "generators", prov)
 	if err != nil {
 		return err
 	}
-	s, err := startServer(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer s.inst.Stop(context.Background())
-	defer os.RemoveAll(s.scratch)
-	fmt.Fprintf(os.Stderr, "generators: one server, pid %d at %s on CPU %s; load average %s\n", s.inst.PID(), s.target.Address, o.serverCPU, loadavg())
 
 	var rows []Row
 	for round := 1; round <= o.rounds; round++ {
 		order := append(names[round%len(names):], names[:round%len(names)]...)
-		for _, name := range order {
-			for _, sc := range []struct{ c, n int }{{1, o.seqCalls}, {o.par, o.parCalls}} {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				r, err := measure(ctx, func() (Row, error) { return tools[name](ctx, o, s, sc.c, sc.n) })
-				if err != nil {
-					return fmt.Errorf("%s c=%d: %w", name, sc.c, err)
-				}
-				r.Round, r.Tool, r.Concurrency = round, name, sc.c
-				fmt.Fprintf(os.Stderr, "round %d %-11s c=%-2d %7.0f calls/s  generator %6.1f µs/call  server %6.1f µs/call  errors %d  load %.1f busy %.2f\n",
-					round, name, sc.c, r.CallsPerS, r.ClientCPU, r.ServerCPU, r.Errors, r.Load1, r.MachineBusy)
-				rows = append(rows, r)
-				if err := rf.Add("row", r); err != nil {
-					return err
+		// The transports take turns going first, as the tools do.
+		ss := append(servers[round%len(servers):], servers[:round%len(servers)]...)
+		for _, s := range ss {
+			for _, name := range order {
+				for _, sc := range []struct{ c, n int }{{1, o.seqCalls}, {o.par, o.parCalls}} {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					r, err := measure(ctx, func() (Row, error) { return tools[name](ctx, o, s, sc.c, sc.n) })
+					if err != nil {
+						return fmt.Errorf("%s c=%d %s: %w", name, sc.c, transportName(s.tls), err)
+					}
+					r.Round, r.Tool, r.Concurrency, r.TLS = round, name, sc.c, s.tls
+					fmt.Fprintf(os.Stderr, "round %d %-11s %-5s c=%-2d %7.0f calls/s  generator %6.1f µs/call  server %6.1f µs/call  errors %d  load %.1f busy %.2f\n",
+						round, name, transportName(s.tls), sc.c, r.CallsPerS, r.ClientCPU, r.ServerCPU, r.Errors, r.Load1, r.MachineBusy)
+					rows = append(rows, r)
+					if err := rf.Add("row", r); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -216,6 +257,9 @@ func run(ctx context.Context, o options) error {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Generators side by side: one server on CPU %s, each generator on CPU %s (%s)\n\n", o.serverCPU, o.genCPU, prov.StartedAt.Format(time.RFC3339))
+	if o.tls {
+		fmt.Fprintf(&b, "Two servers on CPU %s, one plaintext (h2c), one serving TLS (tls: true): %s.\n\n", o.serverCPU, prov.Notes["tls"])
+	}
 	fmt.Fprintf(&b, "%s; %s; Go %s; kernel %s; %s, %d cores. Load average at start %s, at end %s. Medians of %d rounds (range in brackets); every round's rows are in %s.\n\n",
 		prov.Notes["h2load"], prov.Notes["ghz"], prov.GoVersion, prov.Kernel, prov.CPUModel, prov.Cores, prov.Notes["load_at_start"], loadavg(), o.rounds, filepath.Base(rf.Path()))
 	render.Write(&b, render.Markdown, sums)
@@ -229,29 +273,89 @@ func run(ctx context.Context, o options) error {
 	return render.Write(os.Stdout, render.Table, sums)
 }
 
-func startServer(ctx context.Context, o options) (*server, error) {
+func transportName(tls bool) string {
+	if tls {
+		return "tls"
+	}
+	return "plain"
+}
+
+// startServer starts the sample server pinned to -server-cpu, serving TLS
+// when tlsOn (a certificate made now into its scratch directory), and
+// returns it ready.
+func startServer(ctx context.Context, o options, tlsOn bool) (*server, error) {
 	t, err := prober.FreeTCP()
 	if err != nil {
 		return nil, err
 	}
-	inst, _, err := launch.StartReady(ctx, launch.Process{}, launch.Spec{
-		Arm: "default", Path: "taskset", Args: []string{"-c", o.serverCPU, o.server, "--addr=" + t.Address}, Target: t,
-	}, launch.ReadyOptions{})
-	if err != nil {
-		return nil, err
-	}
-	s := &server{inst: inst, target: t}
+	s := &server{target: t, tls: tlsOn}
 	if s.scratch, err = os.MkdirTemp("", "generators-"); err != nil {
-		inst.Stop(context.Background())
 		return nil, err
 	}
 	msg, _ := proto.Marshal(&echopb.EchoRequest{Payload: []byte("abcdefgh")})
 	s.reqFile = filepath.Join(s.scratch, "request.bin")
 	if err := os.WriteFile(s.reqFile, leangrpc.Encode(msg), 0o644); err != nil {
-		inst.Stop(context.Background())
+		s.stop()
+		return nil, err
+	}
+	args := []string{"-c", o.serverCPU, o.server, "--addr=" + t.Address}
+	var ready launch.ReadyOptions
+	if tlsOn {
+		cert, key, err := s.makeCert()
+		if err != nil {
+			s.stop()
+			return nil, fmt.Errorf("-tls: make the server's certificate: %w", err)
+		}
+		args = append(args, "--tls-cert", cert, "--tls-key", key)
+		tl, err := prober.LoadTLS(prober.TLSOptions{CAFile: s.caFile})
+		if err != nil {
+			s.stop()
+			return nil, fmt.Errorf("-tls: %w", err)
+		}
+		ready.Checker = prober.Health{TLS: tl}
+	}
+	s.inst, _, err = launch.StartReady(ctx, launch.Process{}, launch.Spec{Arm: "default", Path: "taskset", Args: args, Target: t}, ready)
+	if err != nil {
+		s.stop()
 		return nil, err
 	}
 	return s, nil
+}
+
+// makeCert writes a CA (ca.crt) and a loopback server certificate signed
+// by it (server.crt, server.key: ECDSA P-256) into the scratch directory
+// and returns the server's files.
+func (s *server) makeCert() (cert, key string, err error) {
+	ca, err := testcerts.NewCA("coldstart generators CA")
+	if err != nil {
+		return "", "", err
+	}
+	p, err := ca.Leaf(testcerts.LeafOptions{Key: testcerts.ECDSAP256})
+	if err != nil {
+		return "", "", err
+	}
+	s.caFile = filepath.Join(s.scratch, "ca.crt")
+	if err := os.WriteFile(s.caFile, ca.PEM, 0o644); err != nil {
+		return "", "", err
+	}
+	if cert, key, err = p.Write(s.scratch, "server"); err != nil {
+		return "", "", err
+	}
+	leaf, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
+	if err != nil {
+		return "", "", err
+	}
+	s.caSHA256, s.certSHA256 = prober.Fingerprint(ca.Cert), prober.Fingerprint(leaf.Leaf)
+	return cert, key, nil
+}
+
+// stop stops the server, if it started, and removes its scratch directory
+// (the request file, and the TLS key).
+func (s *server) stop() {
+	if s.inst != nil {
+		s.inst.Stop(context.Background())
+	}
+	os.RemoveAll(s.scratch)
 }
 
 // measure runs f and adds the machine's load over it.
@@ -361,23 +465,35 @@ var (
 	h2Requests = regexp.MustCompile(`requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout`)
 	h2Status   = regexp.MustCompile(`status codes: (\d+) 2xx`)
 	h2Time     = regexp.MustCompile(`time for request:\s+\S+\s+\S+\s+(\S+)`)
+	h2ALPN     = regexp.MustCompile(`Application protocol: (\S+)`)
 )
 
 // runH2load: one client, one thread, c streams at once on its connection,
 // POSTing a raw gRPC frame with gRPC's headers. h2load checks the HTTP
 // status only (a gRPC error in the trailers still counts as success);
-// steady's tests check that the echo succeeds.
+// steady's tests check that the echo succeeds. Over TLS it loads https://,
+// HTTP/2 by ALPN, without verifying the certificate (h2load has no option
+// to), and a run that negotiated anything but h2 is an error.
 func runH2load(ctx context.Context, o options, s *server, c, n int) (Row, error) {
+	scheme := "http://"
+	if s.tls {
+		scheme = "https://"
+	}
 	args := func(c, n int) []string {
 		return []string{"-n", strconv.Itoa(n), "-c", "1", "-t", "1", "-m", strconv.Itoa(c), "-d", s.reqFile,
 			"-H", "content-type: application/grpc", "-H", "te: trailers",
-			"http://" + s.target.Address + "/coldstart.echo.v1.Echo/Echo"}
+			scheme + s.target.Address + "/coldstart.echo.v1.Echo/Echo"}
 	}
 	return external(ctx, o, s, o.h2load, args, func(out []byte, r *Row) error {
 		m := h2Finished.FindSubmatch(out)
 		q := h2Requests.FindSubmatch(out)
 		if m == nil || q == nil {
 			return fmt.Errorf("read h2load output: no summary in %q", out)
+		}
+		if s.tls {
+			if a := h2ALPN.FindSubmatch(out); a == nil || string(a[1]) != "h2" {
+				return fmt.Errorf("h2load over TLS: ALPN did not negotiate h2: %q", out)
+			}
 		}
 		r.CallsPerS, _ = strconv.ParseFloat(string(m[1]), 64)
 		total, _ := strconv.ParseInt(string(q[1]), 10, 64)
@@ -404,11 +520,17 @@ func parseDuration(s string) float64 {
 	return float64(d) / 1e3
 }
 
+// runGhz: over TLS ghz verifies the server's certificate against the
+// run's CA (--cacert).
 func runGhz(ctx context.Context, o options, s *server, c, n int) (Row, error) {
+	sec := []string{"--insecure"}
+	if s.tls {
+		sec = []string{"--cacert", s.caFile}
+	}
 	args := func(c, n int) []string {
-		return []string{"--insecure", "--proto", o.proto, "--call", "coldstart.echo.v1.Echo/Echo",
+		return append(sec, "--proto", o.proto, "--call", "coldstart.echo.v1.Echo/Echo",
 			"-d", `{"payload":"YWJjZGVmZ2g="}`, "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "--connections", "1",
-			"-O", "json", s.target.Address}
+			"-O", "json", s.target.Address)
 	}
 	return external(ctx, o, s, o.ghz, args, func(out []byte, r *Row) error {
 		var rep struct {
@@ -442,15 +564,20 @@ func runGhz(ctx context.Context, o options, s *server, c, n int) (Row, error) {
 // runSteady loads the same server with steady run --target, pinned with
 // taskset as the others are and with its own --pin-generator (every
 // thread, GOMAXPROCS 1); steady meters itself and the server (--server-pid)
-// over its measured window.
+// over its measured window. Over TLS it verifies the server's certificate
+// against the run's CA (--tls --cacert).
 func runSteady(ctx context.Context, o options, s *server, client string, c, n int) (Row, error) {
 	scen := "sequential"
 	if c > 1 {
 		scen = "throughput"
 	}
-	out, _, err := timed(ctx, o, o.steady, "run", "--target", s.target.Address, "--server-pid", strconv.Itoa(s.inst.PID()),
+	args := []string{"run", "--target", s.target.Address, "--server-pid", strconv.Itoa(s.inst.PID()),
 		"--client", client, "--rounds", "1", "--pin-generator", o.genCPU, "--scenario", scen, "--concurrency", strconv.Itoa(c), "--conns", "1",
-		"--warmup", strconv.Itoa(o.warmup), "--calls", strconv.Itoa(n), "-o", "json", "--results-dir", s.scratch)
+		"--warmup", strconv.Itoa(o.warmup), "--calls", strconv.Itoa(n), "-o", "json", "--results-dir", s.scratch}
+	if s.tls {
+		args = append(args, "--tls", "--cacert", s.caFile)
+	}
+	out, _, err := timed(ctx, o, o.steady, args...)
 	if err != nil {
 		return Row{}, err
 	}
@@ -459,6 +586,9 @@ func runSteady(ctx context.Context, o options, s *server, client string, c, n in
 		return Row{}, fmt.Errorf("read steady rows (%d): %v", len(rs), err)
 	}
 	sr := rs[0]
+	if sr.TLS != s.tls {
+		return Row{}, fmt.Errorf("steady's row says tls %v, want %v", sr.TLS, s.tls)
+	}
 	r := Row{Calls: sr.Calls, CallsPerS: sr.CallsPerS, ClientCPU: sr.ClientCPUUsPerCall, P50Us: sr.P50Us, Errors: sr.Errors}
 	if sr.ServerCPUUsPerCall != nil {
 		r.ServerCPU = *sr.ServerCPUUsPerCall
@@ -488,29 +618,36 @@ func summarize(rows []Row, names []string) []Summary {
 	type key struct {
 		tool string
 		c    int
+		tls  bool
+	}
+	type group struct {
+		c   int
+		tls bool
 	}
 	by := map[key][]Row{}
-	var cs []int
+	var gs []group
 	for _, r := range rows {
-		k := key{r.Tool, r.Concurrency}
-		if by[k] == nil && !contains(cs, r.Concurrency) {
-			cs = append(cs, r.Concurrency)
+		k := key{r.Tool, r.Concurrency, r.TLS}
+		if g := (group{r.Concurrency, r.TLS}); by[k] == nil && !contains(gs, g) {
+			gs = append(gs, g)
 		}
 		by[k] = append(by[k], r)
 	}
+	sort.SliceStable(gs, func(i, j int) bool { return !gs[i].tls && gs[j].tls })
 	var out []Summary
-	for _, c := range cs {
-		h2 := by[key{"h2load", c}]
+	for _, g := range gs {
+		c := g.c
+		h2 := by[key{"h2load", c, g.tls}]
 		h2CPU, h2Calls := medianOf(h2, func(r Row) float64 { return r.ClientCPU }), medianOf(h2, func(r Row) float64 { return r.CallsPerS })
 		for _, name := range names {
-			rs := by[key{name, c}]
+			rs := by[key{name, c, g.tls}]
 			if len(rs) == 0 {
 				continue
 			}
 			cpu := values(rs, func(r Row) float64 { return r.ClientCPU })
 			calls := values(rs, func(r Row) float64 { return r.CallsPerS })
 			sm := Summary{
-				Tool: name, Concurrency: c, Rounds: len(rs),
+				Tool: name, Concurrency: c, TLS: g.tls, Rounds: len(rs),
 				ClientCPU: median(cpu), ClientCPURange: span(cpu, "%.1f"),
 				CallsPerS: median(calls), CallsPerSRange: span(calls, "%.0f"),
 				ServerCPU:       medianOf(rs, func(r Row) float64 { return r.ServerCPU }),
@@ -559,7 +696,7 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-func contains(s []int, v int) bool {
+func contains[T comparable](s []T, v T) bool {
 	for _, x := range s {
 		if x == v {
 			return true
