@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +31,8 @@ func (b buildsRemoved) Run() int { return testservers.Run(b.m) }
 // TestScripts runs testdata/script/*.txtar with $ECHO set to the sample
 // server and $CERTS to TLS test certificates (testcerts.WriteSet), made
 // now, outside $WORK and readable by all, keys too: the servers run as
-// another user when the tests run as root.
+// another user when the tests run as root. $FORTIO is fortio where go
+// install puts it (scripts/test-setup.sh), that directory also on $PATH.
 func TestScripts(t *testing.T) {
 	bin := testservers.BuildPackage(t, testservers.Echo)
 	ts := testservers.Build(t)
@@ -64,6 +66,8 @@ func TestScripts(t *testing.T) {
 					e.Setenv(k, v)
 				}
 			}
+			e.Setenv("PATH", e.Getenv("PATH")+string(os.PathListSeparator)+gobin())
+			e.Setenv("FORTIO", filepath.Join(gobin(), "fortio"))
 			return nil
 		},
 	})
@@ -133,6 +137,16 @@ func TestRunEndToEnd(t *testing.T) {
 	if !equal(kinds, want) {
 		t.Errorf("results kinds %v, want %v", kinds, want)
 	}
+}
+
+// gobin is where go install puts commands.
+func gobin() string {
+	if b, err := exec.Command("go", "env", "GOBIN").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b))
+	}
+	b, _ := exec.Command("go", "env", "GOPATH").Output()
+	gp, _, _ := strings.Cut(string(bytes.TrimSpace(b)), string(os.PathListSeparator))
+	return filepath.Join(gp, "bin")
 }
 
 // chmodAll makes dir and its files readable by every user.
