@@ -86,6 +86,12 @@ type SteadyRow struct {
 	// Round numbers a measured window (1..Config.Rounds); 0 in the row of
 	// medians over the rounds.
 	Round int `json:"round,omitempty" render:"-"`
+	// RoundProtocols are the protocols whose steps of this scenario,
+	// payload and concurrency ran in the same rounds as this row's, its
+	// own among them, one window of each per round in rotated order:
+	// their round numbers pair. nil when the rounds were of one protocol
+	// (rows written before steady interleaved protocols have none).
+	RoundProtocols []Protocol `json:"round_protocols,omitempty" render:"-"`
 	// Noise is what else the machine did during this window (rounds only).
 	Noise *noise.Window `json:"noise,omitempty" render:"-"`
 	RoundStats

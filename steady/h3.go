@@ -35,7 +35,11 @@ func newH3(ctx context.Context, t prober.Target, path string, conns int, payload
 	cfg := tl.ClientConfig(tlsName(t))
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	for i := 0; i < conns; i++ {
-		conn, err := quic.DialAddr(ctx, t.Address, cfg, &quic.Config{HandshakeIdleTimeout: 5 * time.Second})
+		// A step's connections stay open while the other units of its
+		// rounds (arms, protocols) are measured: keep-alive PINGs keep
+		// an idle timeout (quic-go's default 30 s, either side) from
+		// closing them in between.
+		conn, err := quic.DialAddr(ctx, t.Address, cfg, &quic.Config{HandshakeIdleTimeout: 5 * time.Second, KeepAlivePeriod: h3KeepAlive})
 		if err != nil {
 			h.close()
 			return nil, fmt.Errorf("connect h3 udp://%s: %w", t.Address, quicFailure(tl, t, err))
@@ -107,6 +111,10 @@ func checkH3(ctx context.Context, cfg Config, t prober.Target) error {
 		return nil // anything else is the load's to count
 	}
 }
+
+// h3KeepAlive is how often an idle QUIC connection of the load PINGs the
+// server.
+const h3KeepAlive = 10 * time.Second
 
 // h3Grace is how long checkH3 waits for a UDP port that refuses.
 const h3Grace = time.Second

@@ -3,6 +3,7 @@ package steady
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,5 +78,94 @@ func TestStreamsPerConn(t *testing.T) {
 	}
 	if diff := cmp.Diff([][3]int{{1, 1, 1}, {32, 32, 1}}, shape(HTTP1)); diff != "" {
 		t.Errorf("http1 steps (-want +got):\n%s", diff)
+	}
+}
+
+// TestProtocolsInterleaved: the protocols of one scenario, payload and
+// concurrency share their rounds, whatever their connection shapes: each
+// round measures every protocol once, the order rotated per round, and
+// every row names the protocols its rounds interleaved.
+func TestProtocolsInterleaved(t *testing.T) {
+	dir := certDir(t)
+	var c collect
+	protos := []Protocol{H3, H2, HTTP1}
+	cfg := Config{
+		Arms: []Arm{h3Arm(t, dir, false)}, TLS: loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")}), Protocols: protos,
+		Scenarios: []Scenario{Sequential, Throughput}, Concurrency: []int{8}, Conns: []int{2}, StreamsPerConn: []int{4},
+		Rounds: 3, Warmup: 20, Calls: 200,
+	}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	type window struct {
+		scenario Scenario
+		round    int
+		proto    Protocol
+	}
+	var got []window
+	for _, w := range c.windows {
+		got = append(got, window{w.Scenario, w.Round, w.Protocol})
+		if w.Errors != 0 {
+			t.Errorf("%s %s round %d: %d errors (%s)", w.Protocol, w.Scenario, w.Round, w.Errors, w.FirstError)
+		}
+	}
+	var want []window
+	for _, sc := range []Scenario{Sequential, Throughput} {
+		for r := 0; r < 3; r++ {
+			for k := range protos {
+				want = append(want, window{sc, r + 1, protos[(k+r)%len(protos)]})
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(window{})); diff != "" {
+		t.Errorf("windows in order (-want +got):\n%s", diff)
+	}
+	shapes := map[Protocol][2]int{}
+	for _, r := range append(c.rows, c.windows...) {
+		if diff := cmp.Diff(protos, r.RoundProtocols); diff != "" {
+			t.Errorf("%s %s round %d: round protocols (-want +got):\n%s", r.Protocol, r.Scenario, r.Round, diff)
+		}
+		if r.Scenario == Throughput {
+			shapes[r.Protocol] = [2]int{r.Conns, r.Depth}
+		}
+	}
+	if diff := cmp.Diff(map[Protocol][2]int{H3: {2, 4}, H2: {2, 4}, HTTP1: {8, 1}}, shapes); diff != "" {
+		t.Errorf("throughput shapes, conns and depth (-want +got):\n%s", diff)
+	}
+	if len(c.rows) != 6 {
+		t.Errorf("%d rows of medians, want 6 (3 protocols × 2 scenarios)", len(c.rows))
+	}
+}
+
+// TestStepGroups: steps of one scenario, payload, concurrency and rate
+// share a group across protocols; a protocol alone in its group (gRPC's
+// stream) keeps its rounds to itself.
+func TestStepGroups(t *testing.T) {
+	cfg := Config{Protocols: []Protocol{GRPC, HTTP1}, Scenarios: []Scenario{Sequential, Throughput, Stream},
+		Payloads: []int{8, 1024}, Concurrency: []int{1, 32}, Conns: []int{1, 4}}.withDefaults()
+	var got []string
+	for _, g := range stepGroups(cfg) {
+		var names []string
+		for _, st := range g {
+			names = append(names, st.String())
+		}
+		got = append(got, strings.Join(names, " + "))
+	}
+	want := []string{
+		"grpc sequential 8B c=1 conns=1 depth=1 + http1 sequential 8B c=1 conns=1 depth=1",
+		"grpc throughput 8B c=32 conns=1 depth=32 + grpc throughput 8B c=32 conns=4 depth=8 + http1 throughput 8B c=32 conns=32 depth=1",
+		"grpc stream 8B c=1 conns=1 depth=1",
+		"grpc stream 8B c=32 conns=1 depth=32 + grpc stream 8B c=32 conns=4 depth=8",
+		"grpc sequential 1024B c=1 conns=1 depth=1 + http1 sequential 1024B c=1 conns=1 depth=1",
+		"grpc throughput 1024B c=32 conns=1 depth=32 + grpc throughput 1024B c=32 conns=4 depth=8 + http1 throughput 1024B c=32 conns=32 depth=1",
+		"grpc stream 1024B c=1 conns=1 depth=1",
+		"grpc stream 1024B c=32 conns=1 depth=32 + grpc stream 1024B c=32 conns=4 depth=8",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("step groups (-want +got):\n%s", diff)
+	}
+	if n := roundLines(Config{Protocols: cfg.Protocols, Scenarios: cfg.Scenarios, Payloads: cfg.Payloads, Concurrency: cfg.Concurrency,
+		Conns: cfg.Conns, Rounds: 3, Budgets: cfg.Budgets}.withDefaults()); n != 8*3 {
+		t.Errorf("roundLines = %d, want 24 (8 groups × 3 rounds)", n)
 	}
 }

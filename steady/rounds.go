@@ -39,7 +39,8 @@ const (
 type Stop struct {
 	Budget string `json:"budget"`
 	// Step names the step as progress lines do ("grpc sequential 8B
-	// c=1 conns=1 depth=1").
+	// c=1 conns=1 depth=1"); the steps of several protocols measured in
+	// the same rounds are named one after another, comma-separated.
 	Step   string `json:"step"`
 	Reason string `json:"reason"`
 	// Rounds is the number of rounds finished.
@@ -48,9 +49,11 @@ type Stop struct {
 	MaxRounds int     `json:"max_rounds"`
 	// WidestHalfWidth is the widest watched median interval's half-width
 	// relative to its median (0.03 = ±3%); nil when one had no interval
-	// yet. WidestArm and WidestFigure name it.
+	// yet. WidestArm and WidestFigure name it, and WidestProtocol its
+	// protocol when the rounds interleaved several.
 	WidestHalfWidth *float64 `json:"widest_half_width"`
 	WidestArm       string   `json:"widest_arm,omitempty"`
+	WidestProtocol  string   `json:"widest_protocol,omitempty"`
 	WidestFigure    string   `json:"widest_figure,omitempty"`
 }
 
@@ -60,7 +63,11 @@ func (s Stop) String() string {
 	if s.WidestHalfWidth != nil {
 		w = fmt.Sprintf("±%.1f%%", 100**s.WidestHalfWidth)
 	}
-	at := fmt.Sprintf("widest median interval %s (%s %s)", w, s.WidestArm, s.WidestFigure)
+	who := s.WidestArm
+	if s.WidestProtocol != "" {
+		who += " " + s.WidestProtocol
+	}
+	at := fmt.Sprintf("widest median interval %s (%s %s)", w, who, s.WidestFigure)
 	if s.WidestArm == "" {
 		at = "no arm measured"
 	}
@@ -86,12 +93,15 @@ func (c Config) maxRounds() int {
 	return c.Rounds
 }
 
-// widest fills s's widest watched median interval over the arms' rounds
-// (stats.Widest over each arm's calls/s, and its server CPU per call
-// where any round read it), and returns its half-width.
-func widest(s *Stop, servers []*server, rounds [][]Row, confidence float64) float64 {
+// widest fills s's widest watched median interval over the units'
+// rounds (stats.Widest over each unit's calls/s, and its server CPU per
+// call where any round read it), and returns its half-width.
+func widest(s *Stop, units []unit, rounds [][]Row, confidence float64) float64 {
 	var series [][]float64
-	type at struct{ arm, figure string }
+	type at struct {
+		u      unit
+		figure string
+	}
 	var names []at
 	for i, rs := range rounds {
 		var calls, cpu []float64
@@ -101,15 +111,18 @@ func widest(s *Stop, servers []*server, rounds [][]Row, confidence float64) floa
 				cpu = append(cpu, v)
 			}
 		}
-		series, names = append(series, calls), append(names, at{servers[i].arm, FigureCallsPerS})
+		series, names = append(series, calls), append(names, at{units[i], FigureCallsPerS})
 		if len(cpu) > 0 {
-			series, names = append(series, cpu), append(names, at{servers[i].arm, FigureServerCPU})
+			series, names = append(series, cpu), append(names, at{units[i], FigureServerCPU})
 		}
 	}
 	worst, i := stats.Widest(series, confidence)
-	s.WidestHalfWidth, s.WidestArm, s.WidestFigure = nil, "", ""
+	s.WidestHalfWidth, s.WidestArm, s.WidestProtocol, s.WidestFigure = nil, "", "", ""
 	if i >= 0 {
-		s.WidestArm, s.WidestFigure = names[i].arm, names[i].figure
+		s.WidestArm, s.WidestFigure = names[i].u.s.arm, names[i].figure
+		if len(protocolsOf(units)) > 1 {
+			s.WidestProtocol = string(names[i].u.st.proto)
+		}
 		if !math.IsInf(worst, 1) {
 			s.WidestHalfWidth = &worst
 		}
@@ -177,12 +190,9 @@ func prepareStep(ctx context.Context, cfg Config, s *server, st step) (*prepared
 }
 
 // runBudgetRounds measures every arm under one budget in rounds: each
-// arm's server is started once and warmed per step; then, per step, rounds
-// go round-robin over the arms, the order rotated by one each round (A B C,
-// B C A, C A B, ...), one measured window per arm per round. Each window is
-// recorded as it ends (Row.Round > 0), then each arm's row of medians over
-// the rounds (Row.Round == 0, RoundStats filled). An interrupted step
-// records the medians of the rounds it finished before returning.
+// arm's server is started once and warmed per step; then, per group of
+// steps (stepGroups: one step per protocol and connection shape), rounds
+// go round-robin over the arms' steps (stepRounds).
 func runBudgetRounds(ctx context.Context, cfg Config, p *pin, b budget.Budget, record func(Row) error) error {
 	servers := make([]*server, 0, len(cfg.Arms))
 	defer func() {
@@ -200,33 +210,100 @@ func runBudgetRounds(ctx context.Context, cfg Config, p *pin, b budget.Budget, r
 	return runServers(ctx, cfg, servers, record)
 }
 
-// runServers runs every step on the ready servers, in rounds.
+// runServers runs every step on the ready servers, in rounds: the steps
+// of one group (stepGroups) share their rounds.
 func runServers(ctx context.Context, cfg Config, servers []*server, record func(Row) error) error {
-	for _, proto := range cfg.Protocols {
-		for _, size := range cfg.Payloads {
-			for _, st := range steps(cfg, proto) {
-				st.payload = size
-				if st.scenario == Ramp {
-					// A ramp searches for a knee rather than measuring one
-					// window: it runs once per arm, as before rounds.
-					for _, s := range servers {
-						if err := runStep(ctx, cfg, s, st, record); err != nil {
-							return err
-						}
+	for _, g := range stepGroups(cfg) {
+		if g[0].scenario == Ramp {
+			// A ramp searches for a knee rather than measuring one
+			// window: it runs once per arm, as before rounds.
+			for _, st := range g {
+				for _, s := range servers {
+					if err := runStep(ctx, cfg, s, st, record); err != nil {
+						return err
 					}
-					continue
-				}
-				if err := stepRounds(ctx, cfg, servers, st, record); err != nil {
-					return err
 				}
 			}
+			continue
+		}
+		var units []unit
+		for _, st := range g {
+			for _, s := range servers {
+				units = append(units, unit{s, st})
+			}
+		}
+		if err := stepRounds(ctx, cfg, units, record); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, record func(Row) error) (err error) {
-	preps := make([]*prepared, len(servers))
+// stepGroups are the steps of every protocol and payload, gathered into
+// the groups that share their rounds: the steps of one scenario, payload,
+// concurrency and rate, whatever their protocol and connection shape, so
+// that each round measures every protocol once and the protocols pair by
+// round as the arms do. Groups come in the order of their first step
+// (payload, then protocol, then the protocol's steps), and so do their
+// steps.
+func stepGroups(cfg Config) [][]step {
+	type key struct {
+		scenario    Scenario
+		payload     int
+		concurrency int
+		rate        float64
+	}
+	var keys []key
+	groups := map[key][]step{}
+	for _, size := range cfg.Payloads {
+		for _, proto := range cfg.Protocols {
+			for _, st := range steps(cfg, proto) {
+				st.payload = size
+				k := key{st.scenario, st.payload, st.concurrency, st.rate}
+				if _, ok := groups[k]; !ok {
+					keys = append(keys, k)
+				}
+				groups[k] = append(groups[k], st)
+			}
+		}
+	}
+	out := make([][]step, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+// unit is one arm's step of a group: one window of each unit per round.
+type unit struct {
+	s  *server
+	st step
+}
+
+// protocolsOf lists the protocols of units, in their order.
+func protocolsOf(units []unit) []Protocol {
+	var out []Protocol
+	for _, u := range units {
+		if !known(out, u.st.proto) {
+			out = append(out, u.st.proto)
+		}
+	}
+	return out
+}
+
+// stepRounds measures units in rounds: round-robin over the units, the
+// order rotated by one each round (A B C, B C A, C A B, ...), one
+// measured window per unit per round. Each window is recorded as it ends
+// (Row.Round > 0), then each unit's row of medians over the rounds
+// (Row.Round == 0, RoundStats filled); when the units span several
+// protocols, every row names them (Row.RoundProtocols). An interrupted
+// group records the medians of the rounds it finished before returning.
+func stepRounds(ctx context.Context, cfg Config, units []unit, record func(Row) error) (err error) {
+	var together []Protocol
+	if ps := protocolsOf(units); len(ps) > 1 {
+		together = ps
+	}
+	preps := make([]*prepared, len(units))
 	defer func() {
 		for _, p := range preps {
 			if p != nil {
@@ -234,15 +311,24 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 			}
 		}
 	}()
-	for i, s := range servers {
-		if preps[i], err = prepareStep(ctx, cfg, s, st); err != nil {
+	for i, u := range units {
+		if preps[i], err = prepareStep(ctx, cfg, u.s, u.st); err != nil {
 			return err
 		}
 	}
-	rounds := make([][]Row, len(servers))
+	name := ""
+	for i, u := range units {
+		if i == 0 || u.st != units[i-1].st {
+			if name != "" {
+				name += ", "
+			}
+			name += u.st.String()
+		}
+	}
+	rounds := make([][]Row, len(units))
 	auto := cfg.Precision > 0
 	var stop *Stop
-	done := 0 // rounds every arm finished
+	done := 0 // rounds every unit finished
 	defer func() {
 		if auto && stop == nil && ctx.Err() != nil {
 			stop = &Stop{Reason: StopInterrupted, Rounds: done}
@@ -250,10 +336,10 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 			for i, rs := range rounds {
 				whole[i] = rs[:min(len(rs), done)]
 			}
-			widest(stop, servers, whole, cfg.Confidence)
+			widest(stop, units, whole, cfg.Confidence)
 		}
 		if stop != nil {
-			stop.Budget, stop.Step = servers[0].budget, st.String()
+			stop.Budget, stop.Step = units[0].s.budget, name
 			stop.Precision, stop.MaxRounds = cfg.Precision, cfg.MaxRounds
 			if cfg.Stopped != nil {
 				if serr := cfg.Stopped(*stop); serr != nil && err == nil {
@@ -276,7 +362,7 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 			}
 		}
 	}()
-	n := len(servers)
+	n := len(units)
 	last := cfg.maxRounds()
 	for r := 0; r < last; r++ {
 		for k := 0; k < n; k++ {
@@ -284,8 +370,8 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 			pr := preps[i]
 			snap, nerr := noise.Host.Take()
 			var row Row
-			_, merr := pr.s.measure(ctx, pr.sctx, cfg, st, pr.callers, func(w Row) error {
-				w.Round = r + 1
+			_, merr := pr.s.measure(ctx, pr.sctx, cfg, pr.st, pr.callers, func(w Row) error {
+				w.Round, w.RoundProtocols = r+1, together
 				if nerr == nil {
 					if win, err := noise.Host.Since(snap); err == nil {
 						// The server is our child but not yet waited for:
@@ -307,12 +393,12 @@ func stepRounds(ctx context.Context, cfg Config, servers []*server, st step, rec
 			}
 		}
 		done = r + 1
-		cfg.reportStep(fmt.Sprintf("steady: %s round %d/%d done", st, done, last))
+		cfg.reportStep(fmt.Sprintf("steady: %s round %d/%d done", name, done, last))
 		if !auto {
 			continue
 		}
 		s := &Stop{Rounds: done}
-		switch (stats.AutoStop{Precision: cfg.Precision, Max: last}).After(done, widest(s, servers, rounds, cfg.Confidence)) {
+		switch (stats.AutoStop{Precision: cfg.Precision, Max: last}).After(done, widest(s, units, rounds, cfg.Confidence)) {
 		case stats.Precise:
 			s.Reason = StopPrecision
 		case stats.AtCap:

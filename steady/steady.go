@@ -173,8 +173,9 @@ type Config struct {
 	// other CPUs.
 	GeneratorCPUs []int
 	// Rounds is the number of measured windows per arm and step, the arms
-	// interleaved round by round (0 = DefaultRounds, or as many as
-	// Precision takes).
+	// interleaved round by round, and so the protocols of one scenario,
+	// payload and concurrency (0 = DefaultRounds, or as many as Precision
+	// takes).
 	Rounds int
 	// Precision, above 0, leaves the number of rounds open (Rounds must
 	// be 0): each step's rounds go on until, for every arm, the medians of
@@ -226,20 +227,18 @@ func (c Config) skipSteps(n int) {
 	}
 }
 
-// roundLines is how many rounds Run reports: every round of every step
-// measured in rounds, per protocol and payload, under each budget (one
-// when loading a target). Ramps, which search rather than run rounds,
-// are not counted.
+// roundLines is how many rounds Run reports: every round of every group
+// of steps measured in rounds (stepGroups: a round each protocol's step
+// of one scenario, payload and concurrency), under each budget (one when
+// loading a target). Ramps, which search rather than run rounds, are not
+// counted.
 func roundLines(cfg Config) int {
 	n := 0
-	for _, proto := range cfg.Protocols {
-		for _, st := range steps(cfg, proto) {
-			if st.scenario != Ramp {
-				n += cfg.maxRounds()
-			}
+	for _, g := range stepGroups(cfg) {
+		if g[0].scenario != Ramp {
+			n += cfg.maxRounds()
 		}
 	}
-	n *= len(cfg.Payloads)
 	if cfg.Target == nil {
 		n *= len(cfg.Budgets)
 	}

@@ -184,7 +184,7 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	f.StringVar(&o.Pipeline, "pipeline", o.Pipeline, "HTTP/1.1 pipelining depths, comma-separated (1 = plain keep-alive; connections = concurrency/depth)")
 	f.IntVar(&o.Warmup, "warmup", o.Warmup, "uncounted calls before each measured window (0 = none)")
 	f.IntVar(&o.Calls, "calls", o.Calls, "calls per closed-loop window (ignored when --duration is set)")
-	f.Var(&cliopts.AutoCount{N: &o.Rounds, Auto: &o.AutoRounds, Unit: "rounds"}, "rounds", "measured windows per arm and step, arms interleaved round by round (at least 1; 6 or more for 95% intervals), or auto: each step's rounds until every arm's calls/s and server CPU per call medians are within --precision, at most --max-rounds")
+	f.Var(&cliopts.AutoCount{N: &o.Rounds, Auto: &o.AutoRounds, Unit: "rounds"}, "rounds", "measured windows per arm and step, arms (and the protocols of one scenario, payload and concurrency) interleaved round by round (at least 1; 6 or more for 95% intervals), or auto: each step's rounds until every arm's calls/s and server CPU per call medians are within --precision, at most --max-rounds")
 	f.Float64Var(&o.Precision, "precision", o.Precision, "--rounds auto: stop a step once every arm's calls/s and server CPU per call (where read) median intervals reach no farther than this fraction of the median on either side (0.03 = ±3%); latency is not waited for")
 	f.IntVar(&o.MaxRounds, "max-rounds", o.MaxRounds, "--rounds auto: stop a step after this many rounds, however wide the intervals (at least 6)")
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of the intervals over rounds, between 0 and 1")
