@@ -310,3 +310,25 @@ type Trend struct {
 	// Text says it for people: "drifting: +1.2 MiB/h (95% CI +0.9 to +1.5)".
 	Text string `json:"text"`
 }
+
+// protocolOrder ranks the protocols for their comparisons with each
+// other (ProtocolBefore).
+var protocolOrder = []Protocol{"h3", "h2", "h2c", "http1", "grpc"}
+
+// ProtocolBefore says whether x comes before y when two protocols are
+// compared: the earlier is a, the other b (h3 vs h2, h2 vs http1, http1
+// vs grpc), in the report and in steady's own verdicts alike. Protocols
+// the order does not name come last, by name.
+func ProtocolBefore(x, y Protocol) bool {
+	i, j := slices.Index(protocolOrder, x), slices.Index(protocolOrder, y)
+	if i < 0 {
+		i = len(protocolOrder)
+	}
+	if j < 0 {
+		j = len(protocolOrder)
+	}
+	if i != j {
+		return i < j
+	}
+	return x < y
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/internal/stats"
+	"github.com/coldstart-go/coldstart/record"
 )
 
 // SteadyRound is one measured window of a steady step: `steady run
@@ -381,23 +382,32 @@ func (r *Report) Comparisons() []ComparisonRow {
 	return out
 }
 
-// steadyMetrics are the steady figures compared round by round. Those
-// marked variantsOnly are compared for a variant against its own arm
-// only (a setting's effect on the tail, for Settings worth setting), not
-// for arms against the baseline.
+// steadyMetrics are the steady figures compared round by round, each in
+// the kinds of comparison its kinds name: arms against the baseline,
+// variants against their own arm (the tail, GC and PSS too: a setting's
+// effect, for Settings worth setting) and protocols against each other
+// (allocation per call too: what each protocol's stack costs the same
+// handler).
 var steadyMetrics = []struct {
-	name         string
-	get          func(SteadyRow) float64
-	sense        stats.Sense
-	variantsOnly bool
+	name  string
+	get   func(SteadyRow) float64
+	sense stats.Sense
+	kinds []string
 }{
-	{"calls_per_s", func(s SteadyRow) float64 { return s.CallsPerS }, stats.MoreIsFaster, false},
-	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster, false},
-	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral, false},
-	{"p99_us", func(s SteadyRow) float64 { return s.P99Us }, stats.LessIsFaster, true},
-	{"gc_cpu_us_per_call", func(s SteadyRow) float64 { return deref(s.GCCPUUsPerCall) }, stats.Neutral, true},
-	{"pss_bytes", func(s SteadyRow) float64 { return float64(valI(s.PSSBytes)) }, stats.Neutral, true},
+	{"calls_per_s", func(s SteadyRow) float64 { return s.CallsPerS }, stats.MoreIsFaster, allSteadyKinds},
+	{"p50_us", func(s SteadyRow) float64 { return s.P50Us }, stats.LessIsFaster, allSteadyKinds},
+	{"server_cpu_us_per_call", func(s SteadyRow) float64 { return valF(s.ServerCPUUsPerCall) }, stats.Neutral, allSteadyKinds},
+	{"alloc_bytes_per_call", func(s SteadyRow) float64 { return deref(s.AllocBytesPerCall) }, stats.Neutral, []string{KindProtocols}},
+	{"p99_us", func(s SteadyRow) float64 { return s.P99Us }, stats.LessIsFaster, []string{KindVariants}},
+	{"gc_cpu_us_per_call", func(s SteadyRow) float64 { return deref(s.GCCPUUsPerCall) }, stats.Neutral, []string{KindVariants}},
+	{"pss_bytes", func(s SteadyRow) float64 { return float64(valI(s.PSSBytes)) }, stats.Neutral, []string{KindVariants}},
 }
+
+var allSteadyKinds = []string{"arms", KindVariants, KindProtocols}
+
+// KindProtocols is the kind of a comparison of two protocols loading one
+// arm's server on one step.
+const KindProtocols = "protocols"
 
 // roundValues are the per-round values of one metric, failed readings
 // (zero or less) left out.
@@ -424,16 +434,18 @@ func roundsOfMetric(rs []SteadyRound, get func(SteadyRow) float64) stats.Rounds 
 
 // steadyRow compares steady rounds xa (named a) with xb (named b) on
 // metric. Two arms of one step (same budget, protocol and shape) ran each
-// round in turn, so they pair by round (compareRounds); protocols, steps
-// and budgets run separately, minutes apart, so their equal round numbers
-// are no pairs: unpaired. It is the one steady comparison that the table
-// and the recommendations read.
+// round in turn, so they pair by round (compareRounds), and so do two
+// protocols whose rounds steady interleaved (sharedRounds); steps and
+// budgets run separately, minutes apart, as did protocols before steady
+// interleaved them, so their equal round numbers are no pairs: unpaired.
+// It is the one steady comparison that the table and the recommendations
+// read.
 func (r *Report) steadyRow(kind, campaign, scope, metric, a, b string, xa, xb []SteadyRound) ComparisonRow {
 	for _, m := range steadyMetrics {
 		if m.name != metric {
 			continue
 		}
-		if oneStep(xa, xb) {
+		if oneStep(xa, xb) || sharedRounds(xa, xb) {
 			return r.compareRounds(kind, campaign, scope, metric, a, b, roundsOfMetric(xa, m.get), roundsOfMetric(xb, m.get), m.sense)
 		}
 		return r.compare(kind, campaign, scope, metric, a, b, roundValues(xa, m.get), roundValues(xb, m.get), m.sense)
@@ -453,9 +465,48 @@ func oneStep(xa, xb []SteadyRound) bool {
 	return true
 }
 
+// sharedRounds: every round of xa and xb is of one budget, scenario,
+// payload, concurrency and rate, and names both sides' protocols among
+// those its rounds interleaved (record.SteadyRow.RoundProtocols).
+func sharedRounds(xa, xb []SteadyRound) bool {
+	if len(xa) == 0 || len(xb) == 0 {
+		return false
+	}
+	pa, pb := xa[0].Protocol, xb[0].Protocol
+	all := append(xa[:len(xa):len(xa)], xb...)
+	for _, s := range all {
+		x := all[0]
+		if s.Budget != x.Budget || s.Scenario != x.Scenario || s.PayloadBytes != x.PayloadBytes || s.Concurrency != x.Concurrency || s.RateReq != x.RateReq ||
+			!slices.Contains(s.RoundProtocols, pa) || !slices.Contains(s.RoundProtocols, pb) {
+			return false
+		}
+	}
+	return true
+}
+
+// protocolScope names where two protocols are compared: the arm, the
+// budget and the step, and when their connection shapes differ (h3 over
+// 4 connections × 8 streams against HTTP/1.1 over 32 connections) each
+// side's.
+func protocolScope(arm, budget string, a, b string, sa, sb shape) string {
+	if sa == sb {
+		return fmt.Sprintf("arm=%s budget=%s %s", arm, budget, sa)
+	}
+	common := sa
+	common.conns, common.depth = 0, 0
+	return fmt.Sprintf("arm=%s budget=%s %s, %s %s vs %s %s", arm, budget, common, a, connShape(sa), b, connShape(sb))
+}
+
+// connShape is a step's connections and what each carries in flight:
+// "4 conns × 8".
+func connShape(s shape) string {
+	return fmt.Sprintf("%d conns × %d", s.conns, max(s.depth, 1))
+}
+
 // steadyComparisons compares a steady campaign's rounds (steadyRow): arms
-// against the baseline, per budget, protocol and step; each other protocol
-// against gRPC; each budget against the first.
+// against the baseline, per budget, protocol and step; the protocols
+// against each other, per arm, budget and step (record.ProtocolBefore); each
+// budget against the first.
 func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 	if len(c.SteadyRounds) == 0 {
 		return nil
@@ -485,7 +536,7 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 			return
 		}
 		for _, m := range steadyMetrics {
-			if m.variantsOnly && kind != KindVariants {
+			if !slices.Contains(m.kinds, kind) {
 				continue
 			}
 			if len(roundValues(groups[ka], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
@@ -506,24 +557,23 @@ func (r *Report) steadyComparisons(c *Campaign) []ComparisonRow {
 			}
 		}
 	}
-	// Each other protocol against gRPC, per arm, budget and step.
+	// Each protocol against each later one (record.ProtocolBefore), per arm,
+	// budget and step: the steps of one scenario, payload, concurrency and
+	// rate, whatever their connections.
 	for _, k := range keys {
-		if k.proto != "grpc" {
-			continue
-		}
 		for _, h := range keys {
-			if h.proto == "grpc" || h.arm != k.arm || h.budget != k.budget || h.sh.scenario != k.sh.scenario ||
-				h.sh.payload != k.sh.payload || h.sh.conc != k.sh.conc {
+			if !record.ProtocolBefore(record.Protocol(k.proto), record.Protocol(h.proto)) || h.arm != k.arm || h.budget != k.budget || h.sh.scenario != k.sh.scenario ||
+				h.sh.payload != k.sh.payload || h.sh.conc != k.sh.conc || h.sh.rate != k.sh.rate {
 				continue
 			}
 			for _, m := range steadyMetrics {
-				if m.variantsOnly {
+				if !slices.Contains(m.kinds, KindProtocols) {
 					continue
 				}
 				if len(roundValues(groups[h], m.get)) == 0 || len(roundValues(groups[k], m.get)) == 0 {
 					continue
 				}
-				out = append(out, r.steadyRow("protocols", c.Label, fmt.Sprintf("arm=%s budget=%s %s", k.arm, k.budget, k.sh), m.name, h.proto, "grpc", groups[h], groups[k]))
+				out = append(out, r.steadyRow(KindProtocols, c.Label, protocolScope(k.arm, k.budget, k.proto, h.proto, k.sh, h.sh), m.name, k.proto, h.proto, groups[k], groups[h]))
 			}
 		}
 	}

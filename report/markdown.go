@@ -635,6 +635,10 @@ func (r *Report) steadyTable(m *mdw, c *Campaign) {
 		m.p("Figures are medians over the rounds (one window per arm per round, arms interleaved, order rotated each round), "+
 			"[bracketed] their %.0f%% intervals (none below 6 rounds); \"busy\" rounds ran while other work kept more than %.2f CPUs busy; \"–\" is a reading that failed.\n\n",
 			100*r.confidence(), noise.BusyOtherCPUs)
+		if c.protocolsInterleaved() {
+			m.p("The protocols of one scenario, payload and concurrency shared their rounds too (one window of each per round, order rotated), " +
+				"so their comparisons pair by round, whatever their connections.\n\n")
+		}
 	}
 	if c.hasAutoRounds() {
 		m.p("\"auto\" rows ran with `steady run --rounds auto`: each step's rounds until every arm's calls/s and server CPU per call " +
@@ -775,6 +779,17 @@ func stoppedText(s SteadyRow) string {
 func (c *Campaign) hasAutoRounds() bool {
 	for _, s := range c.Steady {
 		if s.Stopped != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// protocolsInterleaved: steady ran some of c's protocols in shared
+// rounds (record.SteadyRow.RoundProtocols).
+func (c *Campaign) protocolsInterleaved() bool {
+	for _, s := range c.SteadyRounds {
+		if len(s.RoundProtocols) > 1 {
 			return true
 		}
 	}
