@@ -111,3 +111,67 @@ func TestStepRows(t *testing.T) {
 		t.Errorf("soak table shows comparison columns:\n%s", soakTbl.String())
 	}
 }
+
+// TestProtocolVerdicts: steps of protocols that shared their rounds are
+// set against each other at a terminal, pairwise in order (h3 vs h2, h3
+// vs http1, h2 vs http1), on calls/s and CPU per call paired by round;
+// different connection shapes are said; protocols run in rounds of
+// their own are not compared.
+func TestProtocolVerdicts(t *testing.T) {
+	together := []record.Protocol{"h3", "h2", "http1"}
+	var rounds, rows []steady.Row
+	noise := []float64{1, 1.2, 0.85, 1.1, 0.8, 1.15, 0.9, 1.05}
+	jitter := []float64{0.99, 1.01, 0.98, 1.02, 0.99, 1.01, 0.98, 1.02}
+	for _, p := range []struct {
+		proto        record.Protocol
+		conns, depth int
+		calls, cpu   float64
+	}{{"h3", 4, 8, 8000, 90}, {"h2", 4, 8, 10000, 60}, {"http1", 32, 1, 10000, 60}} {
+		row := steady.Row{Arm: "default", Budget: "max", Protocol: p.proto, Scenario: "throughput", PayloadBytes: 8, Concurrency: 32,
+			Conns: p.conns, Depth: p.depth, CallsPerS: p.calls, RoundProtocols: together}
+		for i, n := range noise {
+			if p.proto == "http1" {
+				n *= jitter[i] // about h2's, no ratio constant
+			}
+			w := row
+			c := p.cpu * n
+			w.Round, w.CallsPerS, w.ServerCPUUsPerCall = i+1, p.calls*n, &c
+			rounds = append(rounds, w)
+		}
+		row.RoundStats = steady.RoundStats{Rounds: len(noise)}
+		rows = append(rows, row)
+	}
+	// gRPC in rounds of its own (before steady interleaved protocols).
+	g := steady.Row{Arm: "default", Budget: "max", Protocol: "grpc", Scenario: "throughput", PayloadBytes: 8, Concurrency: 32, Conns: 1, Depth: 32, CallsPerS: 9000}
+	for i := range noise {
+		w := g
+		w.Round = i + 1
+		rounds = append(rounds, w)
+	}
+	g.RoundStats = steady.RoundStats{Rounds: len(noise)}
+	rows = append(rows, g)
+
+	got := protocolVerdicts(rows, rounds, stats.DefaultConfidence)
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^default throughput 8B c=32: h3 vs h2 calls/s 0\.800× \[[0-9., ]+\] slower, CPU per call 1\.50× \[[0-9., ]+\] higher$`),
+		regexp.MustCompile(`^default throughput 8B c=32 \(h3 4 conns × 8, http1 32 conns × 1\): h3 vs http1 calls/s 0\.[78][0-9]+× \[[0-9., ]+\] slower, CPU per call 1\.[45][0-9]× \[[0-9., ]+\] higher$`),
+		regexp.MustCompile(`^default throughput 8B c=32 \(h2 4 conns × 8, http1 32 conns × 1\): h2 vs http1 calls/s (0\.99[0-9]|1\.00)× \[[0-9., ]+\] ~, CPU per call (0\.99[0-9]|1\.00)× \[[0-9., ]+\] ~$`),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d verdict lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, re := range want {
+		if !re.MatchString(got[i]) {
+			t.Errorf("line %d = %q, want %s", i, got[i], re)
+		}
+	}
+	var out bytes.Buffer
+	if err := writeStepText(&out, rows, rounds, "default", stats.DefaultConfidence); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"arms and protocols interleaved", "protocols, paired by round (a vs b: a/b):\ndefault throughput 8B c=32: h3 vs h2 calls/s"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("text output lacks %q:\n%s", s, out.String())
+		}
+	}
+}

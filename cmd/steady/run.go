@@ -638,7 +638,7 @@ func runSteady(ctx context.Context, o *runOptions, w io.Writer) error {
 	})
 	show := stepRows(o.Output, rows, base)
 	if o.Output == render.Table && !o.Wide {
-		show = func(w io.Writer) error { return writeStepText(w, rows, base) }
+		show = func(w io.Writer) error { return writeStepText(w, rows, rounds, base, cfg.Confidence) }
 	}
 	return rf.End(w, show, err, built)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -24,7 +25,10 @@ const textWidth = 100
 // errors where there are any) and a verdict line that sets each arm's
 // calls/s and CPU per call against its baseline. -o json, csv and
 // markdown, and --wide, keep every field instead.
-func writeStepText(w io.Writer, rows []steady.Row, base string) error {
+//
+// Protocols that shared their rounds (Row.RoundProtocols) are then set
+// against each other (protocolVerdicts), from rounds, the windows.
+func writeStepText(w io.Writer, rows, rounds []steady.Row, base string, confidence float64) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -50,7 +54,83 @@ func writeStepText(w io.Writer, rows []steady.Row, base string) error {
 			fmt.Fprintln(w, cliopts.Wrap(line, textWidth, "  "))
 		}
 	}
+	if lines := protocolVerdicts(rows, rounds, confidence); len(lines) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "protocols, paired by round (a vs b: a/b):")
+		for _, l := range lines {
+			fmt.Fprintln(w, cliopts.Wrap(l, textWidth, "  "))
+		}
+	}
 	return nil
+}
+
+// protocolVerdicts set the protocols whose steps shared their rounds
+// against each other, per budget, arm and step (scenario, payload,
+// concurrency, rate), each against each later one (record.ProtocolBefore),
+// on calls/s and server CPU per call paired by round, as the verdicts
+// against the baseline are: "default sequential 8B c=1: h3 vs h2 calls/s
+// 0.80× [0.78, 0.82] slower, CPU per call 1.48× [1.41, 1.55] higher".
+// Steps of different connection shapes say each side's.
+func protocolVerdicts(rows, rounds []steady.Row, confidence float64) []string {
+	step := func(r steady.Row) string {
+		return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%g|%s", r.Budget, r.Arm, r.Variant.Of, r.Scenario, r.PayloadBytes, r.Concurrency, r.RateReq, r.Method)
+	}
+	unit := func(r steady.Row) string {
+		return fmt.Sprintf("%s|%s|%s|%d|%d", step(r), r.Protocol, r.Client, r.Conns, r.Depth)
+	}
+	byUnit := map[string][2]stats.Rounds{} // calls/s, server CPU per call
+	for _, w := range rounds {
+		if w.Round == 0 {
+			continue
+		}
+		k := unit(w)
+		v, ok := byUnit[k]
+		if !ok {
+			v = [2]stats.Rounds{{}, {}}
+		}
+		if w.CallsPerS > 0 {
+			v[0][w.Round] = w.CallsPerS
+		}
+		if w.ServerCPUUsPerCall != nil && *w.ServerCPUUsPerCall > 0 {
+			v[1][w.Round] = *w.ServerCPUUsPerCall
+		}
+		byUnit[k] = v
+	}
+	var out []string
+	for i, a := range rows {
+		for _, b := range rows[i+1:] {
+			x, y := a, b
+			if record.ProtocolBefore(y.Protocol, x.Protocol) {
+				x, y = y, x
+			}
+			if step(x) != step(y) || x.Protocol == y.Protocol || !slices.Contains(x.RoundProtocols, y.Protocol) || !slices.Contains(y.RoundProtocols, x.Protocol) {
+				continue
+			}
+			rx, ry := byUnit[unit(x)], byUnit[unit(y)]
+			if len(rx[0]) == 0 || len(ry[0]) == 0 {
+				continue
+			}
+			where := fmt.Sprintf("%s %s %dB c=%d", x.Arm, x.Scenario, x.PayloadBytes, x.Concurrency)
+			if x.RateReq > 0 {
+				where += fmt.Sprintf(" rate=%.0f/s", x.RateReq)
+			}
+			if x.Conns != y.Conns || x.Depth != y.Depth {
+				where += fmt.Sprintf(" (%s %d conns × %d, %s %d conns × %d)", x.Protocol, x.Conns, max(x.Depth, 1), y.Protocol, y.Conns, max(y.Depth, 1))
+			}
+			if x.Budget != "" && x.Budget != "max" {
+				where = x.Budget + ": " + where
+			}
+			none := noCI(x)
+			calls := record.NewVsBaselineRounds(string(y.Protocol), rx[0], ry[0], stats.MoreIsFaster, confidence, stats.DefaultMinEffect)
+			line := fmt.Sprintf("%s: %s vs %s calls/s %s", where, x.Protocol, y.Protocol, cliopts.VsText(calls, none))
+			if len(rx[1]) > 0 && len(ry[1]) > 0 {
+				cpu := record.NewVsBaselineRounds(string(y.Protocol), rx[1], ry[1], stats.Neutral, confidence, stats.DefaultMinEffect)
+				line += ", CPU per call " + cliopts.VsText(cpu, none)
+			}
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // stepHeader states what every row shares: the rounds, the client, TLS
@@ -58,7 +138,11 @@ func writeStepText(w io.Writer, rows []steady.Row, base string) error {
 func stepHeader(rows []steady.Row, base string) string {
 	var parts []string
 	if rs := cliopts.OrderedBy(rows, func(r steady.Row) string { return fmt.Sprint(r.Rounds) }); len(rs) == 1 {
-		parts = append(parts, rs[0]+" round(s) per arm and step, arms interleaved")
+		il := "arms interleaved"
+		if slices.ContainsFunc(rows, func(r steady.Row) bool { return len(r.RoundProtocols) > 1 }) {
+			il = "arms and protocols interleaved"
+		}
+		parts = append(parts, rs[0]+" round(s) per arm and step, "+il)
 	} else {
 		parts = append(parts, "rounds per arm differ (see each row)")
 	}
