@@ -2,12 +2,14 @@ package steady
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/prober"
 )
 
@@ -167,5 +169,39 @@ func TestStepGroups(t *testing.T) {
 	if n := roundLines(Config{Protocols: cfg.Protocols, Scenarios: cfg.Scenarios, Payloads: cfg.Payloads, Concurrency: cfg.Concurrency,
 		Conns: cfg.Conns, Rounds: 3, Budgets: cfg.Budgets}.withDefaults()); n != 8*3 {
 		t.Errorf("roundLines = %d, want 24 (8 groups × 3 rounds)", n)
+	}
+}
+
+// TestTargetH3 loads a sample server started by hand over HTTP/3 alone,
+// as steady run --target h3://HOST:PORT does: verified against the CA,
+// metered through its PID, the process bound to the UDP port; a PID
+// that holds no such socket is refused, naming the UDP address.
+func TestTargetH3(t *testing.T) {
+	dir := certDir(t)
+	bin := testservers.BuildPackage(t, testservers.Echo)
+	grpcAddr, _ := prober.FreeTCP()
+	httpAddr, _ := prober.FreeTCP()
+	cmd := startByHand(t, grpcAddr, bin, nil, "--addr="+grpcAddr.Address, "--http-addr="+httpAddr.Address, "--http3-addr="+httpAddr.Address,
+		"--tls-cert", filepath.Join(dir, "server.crt"), "--tls-key", filepath.Join(dir, "server.key"))
+	tl := loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})
+	var c collect
+	cfg := Config{Target: &Target{Addr: httpAddr, PID: cmd.Process.Pid}, TLS: tl, Protocols: []Protocol{H3},
+		Scenarios: []Scenario{Sequential}, Warmup: 20, Calls: 300, Rounds: 2}
+	if err := Run(context.Background(), cfg, c.record); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.rows) != 1 || len(c.windows) != 2 {
+		t.Fatalf("%d rows, %d windows; want 1 step of 2 rounds", len(c.rows), len(c.windows))
+	}
+	r := c.rows[0]
+	if r.Protocol != H3 || r.Arm != "target" || r.Calls != 300 || r.Errors != 0 || !r.TLS || r.ServerCPUUsPerCall == nil || *r.ServerCPUUsPerCall <= 0 {
+		t.Errorf("row: %s arm %q, %d calls, %d errors (%s), tls %v, server CPU %v: want h3, target, 300, none, true, read", r.Protocol, r.Arm, r.Calls, r.Errors, r.FirstError, r.TLS, r.ServerCPUUsPerCall)
+	}
+	bad := cfg
+	bad.Target = &Target{Addr: httpAddr, PID: 1}
+	err := Run(context.Background(), bad, (&collect{}).record)
+	var oe *OptionError
+	if !errors.As(err, &oe) || oe.Option != "Target.PID" || !strings.Contains(err.Error(), "udp://"+httpAddr.Address) {
+		t.Errorf("Run with PID 1 = %v, want a Target.PID error naming udp://%s", err, httpAddr.Address)
 	}
 }

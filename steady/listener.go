@@ -25,8 +25,8 @@ type listeners struct {
 
 // checkListener verifies that process pid holds the socket listening at
 // t: the listening socket's inode, from /proc/PID/net/{tcp,tcp6,unix}
-// (the process's network namespace), must be one of the sockets among
-// /proc/PID/fd.
+// ({udp,udp6} for a "udp" t: the socket bound there) in the process's
+// network namespace, must be one of the sockets among /proc/PID/fd.
 func (l listeners) checkListener(pid int, t prober.Target) error {
 	dir := filepath.Join(l.Root, strconv.Itoa(pid))
 	if _, err := os.Stat(dir); err != nil {
@@ -74,10 +74,15 @@ func (l listeners) listening(pid int, t prober.Target) (map[string]bool, error) 
 	if err != nil {
 		return nil, err
 	}
-	for _, file := range []string{"tcp", "tcp6"} {
-		// sl local_address rem_address st ... inode; st 0A = LISTEN.
+	// sl local_address rem_address st ... inode; st 0A = LISTEN, and for
+	// UDP 07, a socket bound but not connected (a server's).
+	files, state := []string{"tcp", "tcp6"}, "0A"
+	if t.Network == "udp" {
+		files, state = []string{"udp", "udp6"}, "07"
+	}
+	for _, file := range files {
 		err := scan(filepath.Join(net, file), func(f []string) {
-			if len(f) < 10 || f[3] != "0A" {
+			if len(f) < 10 || f[3] != state {
 				return
 			}
 			ip, p, ok := parseProcAddr(f[1])
@@ -88,7 +93,7 @@ func (l listeners) listening(pid int, t prober.Target) (map[string]bool, error) 
 				found[f[9]] = true
 			}
 		})
-		if err != nil && !(file == "tcp6" && errors.Is(err, os.ErrNotExist)) {
+		if err != nil && !(file == files[1] && errors.Is(err, os.ErrNotExist)) {
 			return nil, err
 		}
 	}

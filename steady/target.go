@@ -51,8 +51,9 @@ var ErrRefused = errors.New("target refused the connection")
 
 // ParseTarget reads a target address: host:port, or unix:///path (also
 // unix:/path) for a Unix socket. host:port may be written as a URL,
-// http://, grpcs:// or https://HOST:PORT; the last two say the target
-// serves TLS (TargetTLS).
+// http://, grpcs://, https:// or h3://HOST:PORT; grpcs://, https:// and
+// h3:// say the target serves TLS (TargetTLS), h3:// that it serves
+// HTTP/3 on that UDP port (TargetH3). A URL's path is TargetPath's.
 func ParseTarget(s string) (prober.Target, error) {
 	if p, ok := strings.CutPrefix(s, "unix://"); ok {
 		if !strings.HasPrefix(p, "/") {
@@ -63,22 +64,56 @@ func ParseTarget(s string) (prober.Target, error) {
 	if p, ok := strings.CutPrefix(s, "unix:"); ok && strings.HasPrefix(p, "/") {
 		return prober.Target{Network: "unix", Address: p}, nil
 	}
-	for _, scheme := range []string{"http://", "grpcs://", "https://", "dns:///"} {
-		s = strings.TrimPrefix(s, scheme)
-	}
-	s = strings.TrimSuffix(s, "/")
-	h, p, err := net.SplitHostPort(s)
+	hp, _ := splitURL(s)
+	h, p, err := net.SplitHostPort(hp)
 	if err != nil || p == "" {
-		return prober.Target{}, fmt.Errorf("%q: want host:port or unix:///path", s)
+		return prober.Target{}, fmt.Errorf("%q: want host:port, h3://host:port/path or unix:///path", s)
 	}
 	_ = h
-	return prober.Target{Network: "tcp", Address: s}, nil
+	return prober.Target{Network: "tcp", Address: hp}, nil
 }
 
-// TargetTLS says the target address s names a TLS server: grpcs:// or
-// https://, as coldstart's probes take them.
+// urlSchemes are the schemes a target's host:port may be written with;
+// those but grpcs:// and dns:/// may carry a path.
+var urlSchemes = []string{"http://", "https://", "h3://", "grpcs://", "dns:///"}
+
+// splitURL cuts s into its host:port and, for an http://, https:// or
+// h3:// URL, its path ("" when none, or just "/").
+func splitURL(s string) (hostPort, path string) {
+	for _, scheme := range urlSchemes {
+		rest, ok := strings.CutPrefix(s, scheme)
+		if !ok {
+			continue
+		}
+		if scheme == "grpcs://" || scheme == "dns:///" {
+			return strings.TrimSuffix(rest, "/"), ""
+		}
+		hostPort, path, _ = strings.Cut(rest, "/")
+		if path != "" {
+			path = "/" + path
+		}
+		return hostPort, path
+	}
+	return strings.TrimSuffix(s, "/"), ""
+}
+
+// TargetPath is the path of a target written as an http://, https:// or
+// h3:// URL ("" when it has none): where its HTTP load POSTs.
+func TargetPath(s string) string {
+	_, p := splitURL(s)
+	return p
+}
+
+// TargetTLS says the target address s names a TLS server: grpcs://,
+// https:// or h3://, as coldstart's probes take them.
 func TargetTLS(s string) bool {
-	return strings.HasPrefix(s, "grpcs://") || strings.HasPrefix(s, "https://")
+	return strings.HasPrefix(s, "grpcs://") || strings.HasPrefix(s, "https://") || TargetH3(s)
+}
+
+// TargetH3 says the target address s is h3://: a server that serves
+// HTTP/3 over QUIC on the UDP port of its host:port.
+func TargetH3(s string) bool {
+	return strings.HasPrefix(s, "h3://")
 }
 
 // targetAddr is one of a target's addresses and its field path in Config,
@@ -185,17 +220,27 @@ func attachTarget(ctx context.Context, cfg Config, t Target) (*server, error) {
 	if name == "" {
 		name = "target"
 	}
-	d := net.Dialer{Timeout: 5 * time.Second}
-	for _, a := range t.fieldAddrs() {
-		c, err := d.DialContext(ctx, a.addr.Network, a.addr.Address)
-		if err != nil {
-			return nil, optionf(a.field, "%w: %s: %v (is the server running there?)", ErrRefused, a.addr, err)
+	// HTTP/3 alone reaches the server over UDP only: there is no TCP
+	// listener to dial, and the PID is the process bound to that UDP
+	// port (checkH3 below says whether HTTP/3 answers there).
+	udpOnly := cfg.Call == nil && !known(cfg.Protocols, GRPC) && !usesHTTP(cfg.Protocols) && known(cfg.Protocols, H3)
+	if !udpOnly {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		for _, a := range t.fieldAddrs() {
+			c, err := d.DialContext(ctx, a.addr.Network, a.addr.Address)
+			if err != nil {
+				return nil, optionf(a.field, "%w: %s: %v (is the server running there?)", ErrRefused, a.addr, err)
+			}
+			c.Close()
 		}
-		c.Close()
 	}
 	if t.PID > 0 {
-		if err := (listeners{Root: procfs.Host.Root}).checkListener(t.PID, t.Addr); err != nil {
-			return nil, optionf("Target.PID", "%w; give the PID of the process listening at %s, or leave it out (server figures are then unknown)", err, t.Addr)
+		at := t.Addr
+		if udpOnly {
+			at = prober.Target{Network: "udp", Address: t.HTTPAddr.Address}
+		}
+		if err := (listeners{Root: procfs.Host.Root}).checkListener(t.PID, at); err != nil {
+			return nil, optionf("Target.PID", "%w; give the PID of the process listening at %s, or leave it out (server figures are then unknown)", err, at)
 		}
 	}
 	// One check over each address the load reaches, over TLS when asked:

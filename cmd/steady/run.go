@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +78,7 @@ type runOptions struct {
 	Protoset    string
 	Protos      []string
 	ImportPaths []string
-	// TLS for the load: --tls, or a grpcs:// or https:// --target, with
+	// TLS for the load: --tls, or a grpcs://, https:// or h3:// --target, with
 	// these files and names, as coldstart's probes take them; and how
 	// often each connection is dialled again.
 	TLS            cliopts.TLS
@@ -131,9 +132,11 @@ else to the server's own address ($PORT or the socket).
 --target ADDR loads a server that is already running (host:port or unix:///path; only
 loopback unless --allow-remote) instead of starting arms; --server-pid PID, which must be
 the process listening at ADDR, lets steady meter its CPU and memory, else those columns
-are null (unknown). A gRPC target without coldstart's Echo service but with the standard
-health service (fortio's, say) is loaded with health checks, said on stderr and in each
-row's method (stream scenarios need Echo). --call /pkg.Svc/Method loads your own unary or
+are null (unknown). h3://HOST:PORT/PATH is a server over HTTP/3 on that UDP port: it
+implies --tls and, unless --protocol says otherwise, --protocol h3; a URL's path (h3://,
+https://, http://) is --http-path's. A gRPC target without coldstart's Echo service but
+with the standard health service (fortio's, say) is loaded with health checks, said on
+stderr and in each row's method (stream scenarios need Echo). --call /pkg.Svc/Method loads your own unary or
 server-streaming method instead (one call = the request and every reply up to the status),
 with -d JSON or -D FILE (one JSON request a line, taken in turn) and -m KEY=VALUE metadata;
 its types come from --protoset FILE, --proto FILE (-i DIRS for imports; compiled in
@@ -142,7 +145,7 @@ keys (never values), and count failed calls by status code. --soak D --rate R lo
 --soak-interval, and ends with the slope of RSS and p99 over time (95% interval) and a
 verdict: stable or drifting.
 
---tls (or a grpcs:// or https:// --target) loads over TLS, as coldstart run probes:
+--tls (or a grpcs://, https:// or h3:// --target) loads over TLS, as coldstart run probes:
 gRPC over TLS with either client, HTTP/1.1 as https, and HTTP/2 negotiated by ALPN
 (--protocol h2; h2c stays clear text), and HTTP/3 over QUIC to the UDP port of the HTTP
 address's host:port (--protocol h3; the sample server serves it with --http3-addr), verified
@@ -164,6 +167,7 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
   steady run --soak 10m --soak-interval 1m --rate 1000
   steady run --target 127.0.0.1:8079 --call /fgrpc.PingServer/Ping -d '{"payload": "hi"}' -m authorization=Bearer-x
   steady run --target grpcs://127.0.0.1:8443 --cacert ca.pem --client lean --reconnect-every 1000
+  steady run --target h3://127.0.0.1:8443/echo --cacert ca.pem --conns 4 --streams-per-conn 8
   steady run --tls --cacert ca.pem --protocol h3,h2,http1 --conns 4 --streams-per-conn 8 -- --addr={addr} --http-addr={http_addr} --http3-addr={http_addr} --tls-cert cert.pem --tls-key key.pem`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
@@ -201,7 +205,7 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	f.Var(&o.PinServer, "pin-server", "CPUs for the server, e.g. 0 (same as --budget cpus=LIST)")
 	f.Var(&o.PinGenerator, "pin-generator", "CPUs for steady itself, e.g. 1 (\"\" = not pinned); servers then default to the other CPUs")
 	f.StringVar(&o.Client, "client", o.Client, "gRPC client: grpc (grpc-go) or lean (HTTP/2 frames written directly, for a cheaper generator)")
-	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port or unix:///path; with --on knative, the ingress address (\"\" = each Service's cluster-local address)")
+	f.StringVar(&o.Target, "target", "", "load this running server instead of starting arms: host:port, unix:///path, or h3://host:port/path (HTTP/3 on that UDP port, over TLS); with --on knative, the ingress address (\"\" = each Service's cluster-local address)")
 	o.Cluster.BindOn(cmd, "where the servers run: local, or knative (the Services coldstart deploy made, one per --arms arm, loaded through --target with each Service's host as :authority)",
 		"--on knative: what --target is: ingress (calls carry the Service's host) or activator (Knative's activator, e.g. its Service on port 81; calls carry the revision's host, as coldstart run --via activator)")
 	f.IntVar(&o.ServerPID, "server-pid", 0, "with --target: the server's PID (its listener), to meter its CPU and memory (0 = unknown: those columns are null)")
@@ -217,7 +221,7 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	f.StringVar(&o.Protoset, "protoset", "", "with --call: the method's types from this FileDescriptorSet (protoc --descriptor_set_out --include_imports) (\"\" = server reflection)")
 	f.StringArrayVar(&o.Protos, "proto", nil, "with --call: the method's types from this .proto file, compiled in process (repeatable; \"\" = server reflection)")
 	f.StringSliceVarP(&o.ImportPaths, "import-paths", "i", nil, "with --proto: directories its imports are found in, comma-separated or repeated (the file's own directory is searched too)")
-	o.TLS.Bind(cmd, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), HTTP/3 over QUIC (--protocol h3), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs:// and https:// targets imply it)",
+	o.TLS.Bind(cmd, "load over TLS: gRPC over TLS, HTTP/1.1 as https, HTTP/2 by ALPN (--protocol h2), HTTP/3 over QUIC (--protocol h3), each connection a new TLS client, never resuming a session, and the readiness checks too (grpcs://, https:// and h3:// targets imply it)",
 		"the host dialled, or localhost for a Unix socket")
 	f.IntVar(&o.ReconnectEvery, "reconnect-every", 0, "close each connection and dial it again after this many calls on it, to measure connection (and TLS handshake) churn; rows count handshakes/s (0 = never)")
 	cmd.MarkFlagsMutuallyExclusive("data", "data-file")
@@ -463,6 +467,9 @@ func (o *runOptions) targetConfig(cmd *cobra.Command) error {
 			return fmt.Errorf("--target: %w", err)
 		}
 		c.Target = &steady.Target{Addr: t, PID: o.ServerPID, DebugAddr: o.DebugAddr, AllowRemote: o.AllowRemote}
+		if err := o.targetURL(cmd); err != nil {
+			return err
+		}
 	} else if o.ServerPID != 0 || o.DebugAddr != "" || o.AllowRemote {
 		return errors.New("--server-pid, --debug-addr, --allow-remote: only with --target (steady meters the servers it starts itself)")
 	}
@@ -522,6 +529,29 @@ func (o *runOptions) onlyRamp() bool {
 	return true
 }
 
+// targetURL takes what a --target URL says beyond its address: h3://
+// loads HTTP/3 (the protocols, unless --protocol is given, which must
+// then include h3), and a path is where HTTP load POSTs (as --http-path,
+// which may not say otherwise).
+func (o *runOptions) targetURL(cmd *cobra.Command) error {
+	c := &o.cfg
+	if steady.TargetH3(o.Target) {
+		switch {
+		case !cmd.Flags().Changed("protocol"):
+			c.Protocols = []steady.Protocol{steady.H3}
+		case !slices.Contains(c.Protocols, steady.H3):
+			return fmt.Errorf("--target %s is a server over HTTP/3, and --protocol %s leaves h3 out: add h3, or give the target as host:port", o.Target, o.Protocols)
+		}
+	}
+	if p := steady.TargetPath(o.Target); p != "" {
+		if cmd.Flags().Changed("http-path") && o.HTTPPath != p {
+			return fmt.Errorf("--target %s names the path %s, and --http-path %s another: give one", o.Target, p, o.HTTPPath)
+		}
+		c.HTTPPath = p
+	}
+	return nil
+}
+
 // tlsConfig loads the TLS flags' files into cfg.TLS when --tls is given
 // or the --target names TLS (grpcs://, https://); the other TLS flags
 // alone are an error. It sets cfg.ReconnectEvery too.
@@ -533,7 +563,7 @@ func (o *runOptions) tlsConfig(*cobra.Command) error {
 	if o.On == "knative" && (o.TLS.On || steady.TargetTLS(o.Target)) {
 		return errors.New("--tls: --on knative loads each Service through the cluster's ingress in clear text (h2c); TLS is for local servers and --target")
 	}
-	tl, err := o.TLS.Load(steady.TargetTLS(o.Target), "a grpcs:// or https:// --target")
+	tl, err := o.TLS.Load(steady.TargetTLS(o.Target), "a grpcs://, https:// or h3:// --target")
 	if err != nil {
 		return err // a prober.OptionError: flagError names the flag
 	}

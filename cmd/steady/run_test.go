@@ -313,7 +313,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--call", "/a.B/C", "--protoset", "/nonexistent.protoset"}, "--protoset: read protoset /nonexistent.protoset"},
 		{[]string{"--call", "/a.B/C", "--protocol", "http1"}, "--call: a gRPC method, called over grpc only; protocol http1 loads the HTTP path instead"},
 		{[]string{"--call", "/a.B/C", "--scenario", "stream"}, "--scenario: stream is coldstart's EchoStream ping-pong"},
-		{[]string{"--cacert", "ca.crt"}, "--cacert: only with TLS (--tls, or a grpcs:// or https:// --target)"},
+		{[]string{"--cacert", "ca.crt"}, "--cacert: only with TLS (--tls, or a grpcs://, https:// or h3:// --target)"},
 		{[]string{"--target", "127.0.0.1:80", "--key", "c.key"}, "--key: only with TLS"},
 		{[]string{"--tls", "--cert", "c.crt"}, "--key: none given for the client certificate c.crt"},
 		{[]string{"--tls", "--cacert", "/nonexistent/ca.crt"}, "--cacert: open /nonexistent/ca.crt"},
@@ -322,6 +322,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--target", "grpcs://127.0.0.1:443", "--protocol", "h2c"}, "--protocol: h2c is HTTP/2 in clear text"},
 		{[]string{"--protocol", "h2"}, "--protocol: h2 is HTTP/2 over TLS, negotiated by ALPN; in clear text load h2c, or turn TLS on (--tls)"},
 		{[]string{"--reconnect-every", "-2"}, "--reconnect-every: -2, want 0 (never) or more calls"},
+		{[]string{"--target", "h3://127.0.0.1:8443", "--protocol", "grpc,h2"},
+			"--target h3://127.0.0.1:8443 is a server over HTTP/3, and --protocol grpc,h2 leaves h3 out: add h3, or give the target as host:port"},
+		{[]string{"--target", "h3://127.0.0.1:8443/api/echo", "--http-path", "/echo2"},
+			"--target h3://127.0.0.1:8443/api/echo names the path /api/echo, and --http-path /echo2 another: give one"},
 	} {
 		_, err := parse(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -330,9 +334,11 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// TestParseTLS: --tls, or a grpcs:// or https:// --target, loads the TLS
-// files into the config (the record has their paths and fingerprints);
-// without either the load is plaintext.
+// TestParseTLS: --tls, or a grpcs://, https:// or h3:// --target, loads
+// the TLS files into the config (the record has their paths and
+// fingerprints); without either the load is plaintext. An h3:// target
+// loads HTTP/3 unless --protocol says otherwise, and a URL's path is
+// where HTTP load goes.
 func TestParseTLS(t *testing.T) {
 	dir := t.TempDir()
 	if err := testcerts.WriteSet(dir); err != nil {
@@ -349,6 +355,8 @@ func TestParseTLS(t *testing.T) {
 		{"--tls", []string{"--tls", "--cacert", ca, "--reconnect-every", "100"}, true, ""},
 		{"grpcs target", []string{"--target", "grpcs://127.0.0.1:8443", "--cacert", ca}, true, "127.0.0.1:8443"},
 		{"https target", []string{"--target", "https://localhost:8443/", "--protocol", "http1,h2", "--cacert", ca}, true, "localhost:8443"},
+		{"h3 target", []string{"--target", "h3://127.0.0.1:8443/api/echo", "--cacert", ca}, true, "127.0.0.1:8443"},
+		{"h3 target, more protocols", []string{"--target", "h3://127.0.0.1:8443", "--protocol", "h3,h2", "--cacert", ca}, true, "127.0.0.1:8443"},
 		{"mTLS", []string{"--tls", "--cacert", ca, "--cert", filepath.Join(dir, "client.crt"), "--key", filepath.Join(dir, "client.key")}, true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,6 +369,18 @@ func TestParseTLS(t *testing.T) {
 			}
 			if tt.target != "" && (o.cfg.Target == nil || o.cfg.Target.Addr.Address != tt.target) {
 				t.Errorf("parse(%q): target %+v, want %s", tt.args, o.cfg.Target, tt.target)
+			}
+			wantProtos, wantPath := []steady.Protocol{steady.GRPC}, "/echo"
+			switch tt.name {
+			case "https target":
+				wantProtos = []steady.Protocol{steady.HTTP1, steady.H2}
+			case "h3 target":
+				wantProtos, wantPath = []steady.Protocol{steady.H3}, "/api/echo"
+			case "h3 target, more protocols":
+				wantProtos = []steady.Protocol{steady.H3, steady.H2}
+			}
+			if diff := cmp.Diff(wantProtos, o.cfg.Protocols); diff != "" || o.cfg.HTTPPath != wantPath {
+				t.Errorf("parse(%q): HTTP path %q (want %q), protocols (-want +got):\n%s", tt.args, o.cfg.HTTPPath, wantPath, diff)
 			}
 			if !tt.tls {
 				return
