@@ -87,9 +87,9 @@ func WithWindows(stream, conn uint32) Option {
 // WithTLS makes Dial a TLS client with cfg (a copy, its NextProtos set
 // to "h2" alone) before the HTTP/2 preface, and the calls' :scheme
 // "https". A server that does not choose h2 by ALPN is an error of Dial:
-// gRPC over TLS is HTTP/2 negotiated so. Over TLS every read and write
-// goes through the *tls.Conn: the raw system calls of a cleartext
-// connection (see write and source) are not available.
+// gRPC over TLS is HTTP/2 negotiated so. Over TLS the *tls.Conn reads and
+// writes its records through the socket's raw system calls, as a
+// cleartext connection's frames go (see write and source).
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // WithUserAgent sets the user-agent header sent with every call.
@@ -121,10 +121,13 @@ func WithMetadata(md metadata.MD) Option {
 // Conn is one HTTP/2 connection carrying gRPC calls. Its methods are safe
 // for concurrent use; the Unary and Stream values it hands out are not.
 type Conn struct {
+	// conn carries the HTTP/2 frames: sock itself, or the *tls.Conn
+	// over it (WithTLS), whose records go through (*under)(c) to sock.
 	conn      net.Conn
+	sock      net.Conn
 	fr        *http2.Framer
 	br        *bufio.Reader
-	raw       syscall.RawConn // nil: write through conn
+	raw       syscall.RawConn // sock's; nil: read and write through sock
 	authority string
 	scheme    string // :scheme, "http" or "https" (WithTLS)
 	opts      options
@@ -198,12 +201,10 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 	scheme := "http"
 	if o.tls != nil {
 		scheme = "https"
-		if nc, err = tlsClient(ctx, nc, address, o.tls); err != nil {
-			return nil, err
-		}
 	}
 	c := &Conn{
 		conn:          nc,
+		sock:          nc,
 		authority:     authority,
 		scheme:        scheme,
 		opts:          o,
@@ -220,6 +221,11 @@ func Dial(ctx context.Context, network, address, authority string, opt ...Option
 		c.raw, _ = sc.SyscallConn()
 	}
 	c.wfunc, c.rfunc = c.rawWrite, c.rawRead
+	if o.tls != nil {
+		if c.conn, err = tlsClient(ctx, (*under)(c), address, o.tls); err != nil {
+			return nil, err
+		}
+	}
 	c.br = bufio.NewReaderSize((*source)(c), 64<<10)
 	c.fr = http2.NewFramer((*appender)(c), c.br)
 	c.fr.SetReuseFrames()
@@ -378,8 +384,17 @@ func (c *Conn) flushLocked() error {
 // full socket buffer (EAGAIN) waits on the netpoller as usual. Only the
 // caller that set flushing writes, so wout and werr need no lock.
 func (c *Conn) write(buf []byte) error {
+	if c.conn != c.sock {
+		_, err := c.conn.Write(buf) // TLS: its records come to writeSock
+		return err
+	}
+	return c.writeSock(buf)
+}
+
+// writeSock writes buf whole to the socket (see write).
+func (c *Conn) writeSock(buf []byte) error {
 	if c.raw == nil {
-		_, err := c.conn.Write(buf)
+		_, err := c.sock.Write(buf)
 		return err
 	}
 	c.wout, c.werr = buf, nil

@@ -2,7 +2,9 @@ package leangrpc
 
 import (
 	"io"
+	"net"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -27,8 +29,16 @@ type source Conn
 
 func (s *source) Read(p []byte) (int, error) {
 	c := (*Conn)(s)
+	if c.conn != c.sock {
+		return c.conn.Read(p) // TLS: its records come from readSock
+	}
+	return c.readSock(p)
+}
+
+// readSock reads the socket (see source).
+func (c *Conn) readSock(p []byte) (int, error) {
 	if c.raw == nil || len(p) == 0 || !c.rawReads {
-		return c.conn.Read(p)
+		return c.sock.Read(p)
 	}
 	c.rin, c.rn, c.rerr = p, 0, nil
 	err := c.raw.Read(c.rfunc)
@@ -59,3 +69,26 @@ func (c *Conn) rawRead(fd uintptr) bool {
 		}
 	}
 }
+
+// under is the socket as the *tls.Conn of a TLS connection sees it: its
+// records read and written with the raw system calls of a cleartext
+// connection (readSock, writeSock), the rest sock's own. The *tls.Conn
+// serializes its reads and, apart, its writes, as readSock's and
+// writeSock's one read and one write in progress need.
+type under Conn
+
+func (u *under) Read(p []byte) (int, error) { return (*Conn)(u).readSock(p) }
+
+func (u *under) Write(p []byte) (int, error) {
+	if err := (*Conn)(u).writeSock(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (u *under) Close() error                       { return u.sock.Close() }
+func (u *under) LocalAddr() net.Addr                { return u.sock.LocalAddr() }
+func (u *under) RemoteAddr() net.Addr               { return u.sock.RemoteAddr() }
+func (u *under) SetDeadline(t time.Time) error      { return u.sock.SetDeadline(t) }
+func (u *under) SetReadDeadline(t time.Time) error  { return u.sock.SetReadDeadline(t) }
+func (u *under) SetWriteDeadline(t time.Time) error { return u.sock.SetWriteDeadline(t) }

@@ -57,6 +57,11 @@ func TestTLS(t *testing.T) {
 	if client.NextProtos != nil {
 		t.Errorf("WithTLS changed the caller's configuration: NextProtos %q", client.NextProtos)
 	}
+	// The TLS records go through the socket's raw system calls, as
+	// cleartext frames do.
+	if tc, ok := c.conn.(*tls.Conn); !ok || tc.NetConn() != net.Conn((*under)(c)) || c.raw == nil {
+		t.Errorf("TLS connection %T over %v (raw %v), want a *tls.Conn over the raw socket", c.conn, c.conn, c.raw)
+	}
 }
 
 // TestTLSNotH2: a TLS server that does not choose h2 by ALPN is Dial's
