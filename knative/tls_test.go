@@ -27,6 +27,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/prober/probertest"
 )
 
 // plainProbe is a ProbeFunc of f: an attempt that makes no TLS handshake.
@@ -130,15 +131,6 @@ func tlsCluster(t *testing.T) Clients {
 	return c
 }
 
-func loadTLS(t *testing.T, o prober.TLSOptions) *prober.TLS {
-	t.Helper()
-	tl, err := prober.LoadTLS(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tl
-}
-
 // tlsOptions are two Services' cold starts through a TLS target, one run
 // each after a warm-up.
 func tlsOptions(target string, activator bool, c prober.Checker) []MeasureOptions {
@@ -186,7 +178,7 @@ func TestScaleFromZeroOverTLS(t *testing.T) {
 		}
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newTLSHealthServer(t, pair)
-			checker, err := prober.WithTLS(prober.Health{}, loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt"), ServerName: tt.serverName}))
+			checker, err := prober.WithTLS(prober.Health{}, probertest.LoadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt"), ServerName: tt.serverName}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +238,7 @@ func TestScaleFromZeroTLSFailures(t *testing.T) {
 			`the wrong name: it is for \*\.bench\.example\.com, \*\.bench\.svc\.cluster\.local, not elsewhere\.example\.org$`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			checker, err := prober.WithTLS(prober.Health{}, loadTLS(t, tt.o))
+			checker, err := prober.WithTLS(prober.Health{}, probertest.LoadTLS(t, tt.o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +286,7 @@ func TestScaleFromZeroOverHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err = prober.WithTLS(c, loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})); err != nil {
+	if c, err = prober.WithTLS(c, probertest.LoadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})); err != nil {
 		t.Fatal(err)
 	}
 	var samples []prober.Sample

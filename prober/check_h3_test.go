@@ -9,6 +9,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/launch"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/prober/probertest"
 )
 
 // startEchoH3 starts the sample server serving TLS with the named pair,
@@ -35,7 +36,7 @@ func TestH3HandshakePhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err = prober.WithTLS(c, loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})); err != nil {
+	if c, err = prober.WithTLS(c, probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})); err != nil {
 		t.Fatal(err)
 	}
 	if c.Name() != "h3 /healthz" {
@@ -93,7 +94,7 @@ func TestH3BadInput(t *testing.T) {
 					*p = file(*p)
 				}
 			}
-			c, err := prober.WithTLS(mustParse(t, "h3:///healthz"), loadTLS(t, o))
+			c, err := prober.WithTLS(mustParse(t, "h3:///healthz"), probertest.LoadTLS(t, o))
 			if err != nil {
 				t.Fatal(err)
 			}

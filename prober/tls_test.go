@@ -16,6 +16,7 @@ import (
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/prober/probertest"
 )
 
 // newCerts writes testcerts.WriteSet's files for the test and returns
@@ -27,15 +28,6 @@ func newCerts(t *testing.T) func(name string) string {
 		t.Fatal(err)
 	}
 	return func(name string) string { return filepath.Join(dir, name) }
-}
-
-func loadTLS(t *testing.T, o prober.TLSOptions) *prober.TLS {
-	t.Helper()
-	tl, err := prober.LoadTLS(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tl
 }
 
 // startEcho starts the sample server serving TLS with the named pair
@@ -61,7 +53,7 @@ func TestTLSHealthHandshakePhase(t *testing.T) {
 	bin := testservers.BuildPackage(t, testservers.Echo)
 	tg := freeTCP(t)
 	inst := start(t, bin, tg, "--tls-cert", file("server.crt"), "--tls-key", file("server.key"))
-	c, err := prober.WithTLS(prober.Health{}, loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")}))
+	c, err := prober.WithTLS(prober.Health{}, probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +91,7 @@ func TestTLSHealthHandshakePhase(t *testing.T) {
 func TestTLSOwnAuthority(t *testing.T) {
 	file := newCerts(t)
 	tg := startEcho(t, file, "server", false)
-	tl := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), ServerName: "localhost"})
+	tl := probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), ServerName: "localhost"})
 	for _, c := range []prober.Checker{
 		prober.Health{Authority: "coldstart-default.bench.example.com", TLS: tl},
 		prober.Health{Authority: "coldstart-default.bench.example.com", TLS: tl, TLSName: "coldstart-default.bench.example.com"},
@@ -110,7 +102,7 @@ func TestTLSOwnAuthority(t *testing.T) {
 		}
 	}
 	// Without a server name given, the authority is the name verified.
-	other := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})
+	other := probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})
 	_, err := prober.Health{Authority: "coldstart-default.bench.example.com", TLS: other}.Check(context.Background(), tg)
 	var oe *prober.OptionError
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "the wrong name: it is for localhost, 127.0.0.1, ::1, not coldstart-default.bench.example.com") {
@@ -125,7 +117,7 @@ func TestGRPCSMethodProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err = prober.WithTLS(c, loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})); err != nil {
+	if c, err = prober.WithTLS(c, probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.(prober.Preparer).Prepare(context.Background(), tg); err != nil {
@@ -171,7 +163,7 @@ func TestTLSBadInput(t *testing.T) {
 					*p = file(*p)
 				}
 			}
-			c, err := prober.WithTLS(prober.Health{}, loadTLS(t, o))
+			c, err := prober.WithTLS(prober.Health{}, probertest.LoadTLS(t, o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +197,7 @@ func wantBadProbe(t *testing.T, inst prober.Started, tg prober.Target, c prober.
 func TestTLSMutual(t *testing.T) {
 	file := newCerts(t)
 	tg := startEcho(t, file, "server", true)
-	c, err := prober.WithTLS(prober.Health{}, loadTLS(t, prober.TLSOptions{
+	c, err := prober.WithTLS(prober.Health{}, probertest.LoadTLS(t, prober.TLSOptions{
 		CAFile: file("ca.crt"), CertFile: file("client.crt"), KeyFile: file("client.key"),
 	}))
 	if err != nil {
@@ -240,7 +232,7 @@ func TestLoadTLSBadFiles(t *testing.T) {
 			t.Errorf("LoadTLS(%+v) = %v, want %s: matching %s", tt.o, err, tt.option, tt.want)
 		}
 	}
-	tl := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), CertFile: file("client.crt"), KeyFile: file("client.key")})
+	tl := probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), CertFile: file("client.crt"), KeyFile: file("client.key")})
 	if len(tl.Record.CASHA256) != 1 || len(tl.Record.CertSHA256) != 64 || tl.Record.KeyFile == "" {
 		t.Errorf("Record = %+v: want the CA's and the certificate's fingerprints, the key's path", tl.Record)
 	}
@@ -262,7 +254,7 @@ func TestHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err = prober.WithTLS(c, loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})); err != nil {
+	if c, err = prober.WithTLS(c, probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")})); err != nil {
 		t.Fatal(err)
 	}
 	a, err := c.Check(context.Background(), tg)
@@ -347,7 +339,7 @@ func TestTLSServerExitingOnHello(t *testing.T) {
 			return
 		}
 	}()
-	c, err := prober.WithTLS(prober.Health{}, loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")}))
+	c, err := prober.WithTLS(prober.Health{}, probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +355,7 @@ func TestTLSServerExitingOnHello(t *testing.T) {
 // for mTLS, and the name given is used only when the options give none.
 func TestClientConfig(t *testing.T) {
 	file := newCerts(t)
-	tl := loadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), CertFile: file("client.crt"), KeyFile: file("client.key")})
+	tl := probertest.LoadTLS(t, prober.TLSOptions{CAFile: file("ca.crt"), CertFile: file("client.crt"), KeyFile: file("client.key")})
 	a, b := tl.ClientConfig("127.0.0.1"), tl.ClientConfig("127.0.0.1")
 	if a == b {
 		t.Fatal("ClientConfig returned the same *tls.Config twice, want a fresh one each call")
@@ -374,7 +366,7 @@ func TestClientConfig(t *testing.T) {
 	if a.RootCAs == nil || len(a.Certificates) != 1 || a.ServerName != "127.0.0.1" || a.MinVersion != tls.VersionTLS12 || a.InsecureSkipVerify {
 		t.Errorf("ClientConfig = roots %v, %d certificates, name %q, min version %x, skip verify %v", a.RootCAs, len(a.Certificates), a.ServerName, a.MinVersion, a.InsecureSkipVerify)
 	}
-	named := loadTLS(t, prober.TLSOptions{ServerName: "localhost", InsecureSkipVerify: true})
+	named := probertest.LoadTLS(t, prober.TLSOptions{ServerName: "localhost", InsecureSkipVerify: true})
 	if c := named.ClientConfig("127.0.0.1"); c.ServerName != "localhost" || !c.InsecureSkipVerify || c.RootCAs != nil || len(c.Certificates) != 0 {
 		t.Errorf("ClientConfig with --tls-server-name and no files = name %q, skip verify %v, roots %v, %d certificates", c.ServerName, c.InsecureSkipVerify, c.RootCAs, len(c.Certificates))
 	}

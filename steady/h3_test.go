@@ -11,6 +11,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/testservers"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/prober/probertest"
 )
 
 // h3Arm is tlsArm serving HTTP/3 too, on the UDP port of its HTTP
@@ -35,7 +36,7 @@ func TestH3(t *testing.T) {
 		t.Run(map[bool]string{false: "tls", true: "mtls"}[mtls], func(t *testing.T) {
 			var c collect
 			cfg := Config{
-				Arms: []Arm{h3Arm(t, dir, mtls)}, TLS: loadTLS(t, o), Protocols: []Protocol{H3},
+				Arms: []Arm{h3Arm(t, dir, mtls)}, TLS: probertest.LoadTLS(t, o), Protocols: []Protocol{H3},
 				Scenarios: []Scenario{Sequential, Throughput}, Conns: []int{2}, StreamsPerConn: []int{4}, Rounds: 1, Warmup: 20, Calls: 400,
 			}
 			if err := Run(context.Background(), cfg, c.record); err != nil {
@@ -92,7 +93,7 @@ func TestProtocolsInterleaved(t *testing.T) {
 	var c collect
 	protos := []Protocol{H3, H2, HTTP1}
 	cfg := Config{
-		Arms: []Arm{h3Arm(t, dir, false)}, TLS: loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")}), Protocols: protos,
+		Arms: []Arm{h3Arm(t, dir, false)}, TLS: probertest.LoadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")}), Protocols: protos,
 		Scenarios: []Scenario{Sequential, Throughput}, Concurrency: []int{8}, Conns: []int{2}, StreamsPerConn: []int{4},
 		Rounds: 3, Warmup: 20, Calls: 200,
 	}
@@ -183,7 +184,7 @@ func TestTargetH3(t *testing.T) {
 	httpAddr, _ := prober.FreeTCP()
 	cmd := startByHand(t, grpcAddr, bin, nil, "--addr="+grpcAddr.Address, "--http-addr="+httpAddr.Address, "--http3-addr="+httpAddr.Address,
 		"--tls-cert", filepath.Join(dir, "server.crt"), "--tls-key", filepath.Join(dir, "server.key"))
-	tl := loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})
+	tl := probertest.LoadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})
 	var c collect
 	cfg := Config{Target: &Target{Addr: httpAddr, PID: cmd.Process.Pid}, TLS: tl, Protocols: []Protocol{H3},
 		Scenarios: []Scenario{Sequential}, Warmup: 20, Calls: 300, Rounds: 2}

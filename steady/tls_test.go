@@ -10,6 +10,7 @@ import (
 
 	"github.com/coldstart-go/coldstart/internal/testservers/testcerts"
 	"github.com/coldstart-go/coldstart/prober"
+	"github.com/coldstart-go/coldstart/prober/probertest"
 )
 
 // certDir holds testcerts.WriteSet's files, made now, in a directory the
@@ -47,15 +48,6 @@ func tlsArm(t *testing.T, dir string, mtls bool) Arm {
 	return a
 }
 
-func loadTLS(t *testing.T, o prober.TLSOptions) *prober.TLS {
-	t.Helper()
-	tl, err := prober.LoadTLS(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tl
-}
-
 // TestTLS loads the sample server over TLS and mTLS with every client:
 // grpc-go and the lean client over gRPC, HTTP/1.1 and HTTP/2 (h2 by
 // ALPN). Every call succeeds, and with connections that live for the
@@ -77,7 +69,7 @@ func TestTLS(t *testing.T) {
 				}
 				var c collect
 				cfg := Config{
-					Arms: []Arm{tlsArm(t, dir, mtls)}, TLS: loadTLS(t, o), Client: client, Protocols: protos,
+					Arms: []Arm{tlsArm(t, dir, mtls)}, TLS: probertest.LoadTLS(t, o), Client: client, Protocols: protos,
 					Scenarios: []Scenario{Sequential, Throughput}, Concurrency: []int{4}, Rounds: 1, Warmup: 20, Calls: 200,
 				}
 				if err := Run(context.Background(), cfg, c.record); err != nil {
@@ -106,7 +98,7 @@ func TestTLS(t *testing.T) {
 func TestTLSReconnect(t *testing.T) {
 	dir := certDir(t)
 	const every, calls = 10, 200
-	tl := loadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})
+	tl := probertest.LoadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})
 	for _, client := range Clients {
 		t.Run(string(client), func(t *testing.T) {
 			protos := []Protocol{GRPC}
@@ -175,7 +167,7 @@ func TestTLSErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Arms: []Arm{tt.arm}, Protocols: tt.protos, Client: tt.client, Scenarios: []Scenario{Sequential}, Rounds: 1, Warmup: -1, Calls: 10}
 			if !tt.plain {
-				cfg.TLS = loadTLS(t, tt.tls)
+				cfg.TLS = probertest.LoadTLS(t, tt.tls)
 			}
 			err := Run(context.Background(), cfg, func(Row) error {
 				t.Error("a row was measured")

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -33,15 +30,6 @@ func TestMain(m *testing.M) {
 // $TESTSERVER is internal/testservers' multi-mode server; $MODROOT is this
 // checkout, so the bundled sample server builds (and is cached) as usual;
 // $CERTS holds TLS test certificates (testcerts.WriteSet).
-// gobin is where go install puts commands.
-func gobin() string {
-	if b, err := exec.Command("go", "env", "GOBIN").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
-		return string(bytes.TrimSpace(b))
-	}
-	b, _ := exec.Command("go", "env", "GOPATH").Output()
-	gp, _, _ := strings.Cut(string(bytes.TrimSpace(b)), string(os.PathListSeparator))
-	return filepath.Join(gp, "bin")
-}
 
 func TestScripts(t *testing.T) {
 	if testing.Short() {
@@ -84,8 +72,8 @@ func TestScripts(t *testing.T) {
 				}
 			}
 			// Tools go install put here (fortio, by scripts/test-setup.sh).
-			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+gobin())
-			env.Setenv("FORTIO", filepath.Join(gobin(), "fortio"))
+			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+testservers.GoBin())
+			env.Setenv("FORTIO", filepath.Join(testservers.GoBin(), "fortio"))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,8 +65,8 @@ func TestScripts(t *testing.T) {
 					e.Setenv(k, v)
 				}
 			}
-			e.Setenv("PATH", e.Getenv("PATH")+string(os.PathListSeparator)+gobin())
-			e.Setenv("FORTIO", filepath.Join(gobin(), "fortio"))
+			e.Setenv("PATH", e.Getenv("PATH")+string(os.PathListSeparator)+testservers.GoBin())
+			e.Setenv("FORTIO", filepath.Join(testservers.GoBin(), "fortio"))
 			return nil
 		},
 	})
@@ -139,16 +138,6 @@ func TestRunEndToEnd(t *testing.T) {
 	if !equal(kinds, want) {
 		t.Errorf("results kinds %v, want %v", kinds, want)
 	}
-}
-
-// gobin is where go install puts commands.
-func gobin() string {
-	if b, err := exec.Command("go", "env", "GOBIN").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
-		return string(bytes.TrimSpace(b))
-	}
-	b, _ := exec.Command("go", "env", "GOPATH").Output()
-	gp, _, _ := strings.Cut(string(bytes.TrimSpace(b)), string(os.PathListSeparator))
-	return filepath.Join(gp, "bin")
 }
 
 // chmodAll makes dir and its files readable by every user.

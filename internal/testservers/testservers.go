@@ -19,6 +19,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -121,4 +122,15 @@ func goBuild(out, pkg string) error {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.Bytes())
 	}
 	return nil
+}
+
+// GoBin is where go install puts commands: $GOBIN, else the first
+// GOPATH's bin.
+func GoBin() string {
+	if b, err := exec.Command("go", "env", "GOBIN").Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b))
+	}
+	b, _ := exec.Command("go", "env", "GOPATH").Output()
+	gp, _, _ := strings.Cut(string(bytes.TrimSpace(b)), string(os.PathListSeparator))
+	return filepath.Join(gp, "bin")
 }
