@@ -365,6 +365,21 @@ func coldStart(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 // ClientHello may be a hop going away, not a server without TLS.
 const badProbesToBlame = 3
 
+// badRun counts a probe's attempts in a row that failed for good.
+type badRun int
+
+// final records err, an attempt's error, and says whether it ends the
+// probing: badProbesToBlame failures for good in a row. Any other
+// outcome starts the count again.
+func (b *badRun) final(err error) bool {
+	if !errors.Is(err, prober.ErrBadProbe) {
+		*b = 0
+		return false
+	}
+	*b++
+	return *b >= badProbesToBlame
+}
+
 // probeFrom probes until the first healthy reply, timed from t0, at which
 // obs started tracking, and reads the phases; it stops the tracking. Over
 // TLS (the attempts return handshakes) the first completed handshake is
@@ -383,7 +398,7 @@ func probeFrom(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 	}
 	var lastErr error
 	var handshake *prober.Phase // the first TLS handshake completed
-	bad := 0                    // attempts in a row that failed for good
+	var bad badRun
 	for {
 		s.Attempts++
 		actx, acancel := context.WithTimeout(pctx, o.AttemptTimeout)
@@ -406,9 +421,7 @@ func probeFrom(ctx context.Context, obs *observer, o MeasureOptions, target, aut
 		if ctx.Err() != nil {
 			return s, context.Cause(ctx)
 		}
-		if !errors.Is(lastErr, prober.ErrBadProbe) {
-			bad = 0
-		} else if bad++; bad >= badProbesToBlame {
+		if bad.final(lastErr) {
 			return s, lastErr // it names the server; the caller, the Service
 		}
 		if pctx.Err() != nil {

@@ -133,7 +133,7 @@ func (b RequestBurst) once(ctx context.Context, a *armRun, run int, all []*armRu
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, a.o.ProbeTimeout)
 			defer cancel()
-			bad := 0 // attempts in a row that failed for good
+			var bad badRun
 			for {
 				answers[i].attempts++
 				_, err := a.o.Probe(pctx, a.target, a.authority)
@@ -141,9 +141,7 @@ func (b RequestBurst) once(ctx context.Context, a *armRun, run int, all []*armRu
 					answers[i].at = time.Since(t0)
 					return
 				}
-				if !errors.Is(err, prober.ErrBadProbe) {
-					bad = 0
-				} else if bad++; bad >= badProbesToBlame {
+				if bad.final(err) {
 					answers[i].err = err
 					return
 				}
