@@ -117,3 +117,13 @@ type Replay struct {
 	ColdMedianMs float64 `json:"cold_median_ms"`
 	StartSamples int     `json:"start_samples"`
 }
+
+// SimColdExpected is the simulator's cold count as set against the real
+// one: the mean of its runs, or the one run of a file from before the
+// simulator averaged (no SimRuns).
+func (r Replay) SimColdExpected() float64 {
+	if r.SimRuns == 0 {
+		return float64(r.SimCold)
+	}
+	return r.SimColdMean
+}

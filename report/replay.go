@@ -70,7 +70,7 @@ func simCold(x record.Replay) string {
 	if x.SimRuns == 0 {
 		return fmt.Sprint(x.SimCold)
 	}
-	return fmt.Sprintf("%.1f", x.SimColdMean)
+	return fmt.Sprintf("%.1f", x.SimColdExpected())
 }
 
 // simSpread is one simulation's 5th–95th percentile, " [29–36]", or

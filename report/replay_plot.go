@@ -26,11 +26,7 @@ func replayPlot(c *Campaign) (namedPlot, bool, error) {
 	var names []string
 	for i, x := range c.Replays {
 		real = append(real, float64(x.Cold))
-		if x.SimRuns > 0 {
-			sim = append(sim, x.SimColdMean)
-		} else {
-			sim = append(sim, float64(x.SimCold))
-		}
+		sim = append(sim, x.SimColdExpected())
 		tol := float64(x.Cold) * replayTolerance
 		band = append(band, whisker{X: float64(i), Y: float64(x.Cold), Lo: float64(x.Cold) - tol, Hi: float64(x.Cold) + tol})
 		// One parameter a line, the policy kind left out: the ticks
