@@ -16,8 +16,9 @@
 # etcd and kube-apiserver (scripts/kube-testenv.sh builds them),
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables
 # mode) and kubectl built from k8s.io/kubernetes; containerd v2.4.2 with
-# Debian's runc; Debian's containernetworking-plugins (bridge, host-local,
-# loopback); CoreDNS v1.14.7 as the cluster DNS (a pod); Knative's
+# Debian's runc, and Debian's crun as the RuntimeClass crun (on a hybrid
+# host, up gives cgroup2's controllers v1 hierarchies for it: claim_v1);
+# Debian's containernetworking-plugins (bridge, host-local, loopback); CoreDNS v1.14.7 as the cluster DNS (a pod); Knative's
 # controller, webhook, autoscaler and activator as pods, queue-proxy as the
 # revisions' sidecar, each an image built by coldstart's
 # image code from the knative.dev/serving module and imported into
@@ -116,18 +117,37 @@ build_kube() {
 	log "Kubernetes node binaries built in $((SECONDS - start)) s"
 }
 
+# containerd declares its runtime-spec module's version (1.3.0) in every
+# config.json, and Debian's crun 1.8 refuses anything newer than 1.1
+# ("unknown version specified"), also for the pod's sandbox, whose spec no
+# containerd setting reaches. So containerd is built against that module
+# with its version constant alone set to 1.1.0: what it writes is the same,
+# runc takes any 1.x, and crun starts pods (the crun RuntimeClass).
 build_containerd() {
-	[ -x "$ctdbin/containerd" ] && [ -x "$ctdbin/containerd-shim-runc-v2" ] && [ -x "$ctdbin/ctr" ] && return
+	[ -x "$ctdbin/containerd" ] && [ -x "$ctdbin/containerd-shim-runc-v2" ] && [ -x "$ctdbin/ctr" ] &&
+		[ -f "$ctdbin/spec-1.1.0" ] && return
 	local src=$cache/src/containerd-v$CONTAINERD_VERSION start=$SECONDS
 	if [ ! -f "$src/go.mod" ]; then
 		mkdir -p "$src"
 		printf 'module coldstart.local/knode/containerd\n\ngo 1.26.0\n' >"$src/go.mod"
 		(cd "$src" && GOFLAGS=-mod=mod go get "github.com/containerd/containerd/v2@v$CONTAINERD_VERSION" >&2)
 	fi
+	if [ ! -d "$src/runtime-spec" ]; then
+		local rs
+		rs=$(cd "$src" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' github.com/opencontainers/runtime-spec)
+		cp -r "$rs" "$src/runtime-spec.tmp" && chmod -R u+w "$src/runtime-spec.tmp"
+		sed -i 's/^\(\s*VersionMinor = \)[0-9]*$/\11/; s/^\(\s*VersionPatch = \)[0-9]*$/\10/' "$src/runtime-spec.tmp/specs-go/version.go"
+		grep -q 'VersionMinor = 1$' "$src/runtime-spec.tmp/specs-go/version.go" || die "could not set runtime-spec's version in $src/runtime-spec.tmp"
+		# The module has no go.mod of its own (a replacement directory needs one).
+		[ -f "$src/runtime-spec.tmp/go.mod" ] || printf 'module github.com/opencontainers/runtime-spec\n' >"$src/runtime-spec.tmp/go.mod"
+		mv "$src/runtime-spec.tmp" "$src/runtime-spec"
+		(cd "$src" && go mod edit -replace github.com/opencontainers/runtime-spec=./runtime-spec)
+	fi
 	log "building containerd v$CONTAINERD_VERSION (~3 min)"
 	local m=github.com/containerd/containerd/v2
 	LDFLAGS="-s -w -X $m/version.Version=v$CONTAINERD_VERSION" gobuild "$src" "$ctdbin.tmp" \
 		$m/cmd/containerd $m/cmd/containerd-shim-runc-v2 $m/cmd/ctr
+	touch "$ctdbin.tmp/spec-1.1.0"
 	rm -rf "$ctdbin" && mv "$ctdbin.tmp" "$ctdbin"
 	log "containerd built in $((SECONDS - start)) s"
 }
@@ -319,6 +339,9 @@ counts() {
 	echo "iptables_rules $rules"
 	echo "cgroups $cg"
 	echo "links $links"
+	# v1 hierarchies, mounted or not (a hierarchy unmounted with cgroups
+	# in it lives on): claim_v1 makes some for the cluster's life.
+	echo "cgroup_v1_hierarchies $(awk 'NR > 1 && $2 != 0' /proc/cgroups | wc -l)"
 	# sysctls that differ from those saved by up (0 when none was saved).
 	local changed=0
 	local saved=${SYSCTL_BEFORE:-$run/sysctl.before}
@@ -338,8 +361,8 @@ counts() {
 need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (kubelet, containerd, iptables, cgroups)"; }
 
 setup_host() {
-	for b in runc iptables iptables-save openssl jq; do
-		command -v $b >/dev/null || die "$b not found: run scripts/test-setup.sh (installs runc, iptables, containernetworking-plugins)"
+	for b in runc crun iptables iptables-save openssl jq; do
+		command -v $b >/dev/null || die "$b not found: run scripts/test-setup.sh (installs runc, crun, iptables, containernetworking-plugins)"
 	done
 	[ -x /usr/lib/cni/bridge ] || die "/usr/lib/cni/bridge not found: apt-get install containernetworking-plugins (scripts/test-setup.sh)"
 	local before
@@ -367,6 +390,58 @@ setup_host() {
 	iptables -I FORWARD -o $bridge ! -i $bridge -j DROP -m comment --comment knode-no-ingress
 	sysctl -qw net.ipv4.ip_forward=1
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1
+	claim_v1
+}
+
+# claim_v1 gives each controller that only the cgroup2 hierarchy of a
+# hybrid host holds (hugetlb on these machines) a v1 hierarchy of its own,
+# for the cluster's life: crun refuses a hybrid host whose cgroup2 holds
+# controllers ("cgroups in hybrid mode not supported"), and the crun
+# RuntimeClass needs it to start pods. A pure v1 or v2 host is left alone.
+# down unmounts them, after which the kernel gives them back to cgroup2.
+claim_v1() {
+	local f=/sys/fs/cgroup/unified/cgroup.controllers c
+	[ -f $f ] || return 0
+	for c in $(cat $f); do
+		if [ -e /sys/fs/cgroup/$c ]; then
+			log "cgroup2 holds $c and /sys/fs/cgroup/$c exists: crun pods will not start"
+			continue
+		fi
+		mkdir /sys/fs/cgroup/$c
+		if ! mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c; then
+			rmdir /sys/fs/cgroup/$c
+			log "could not move $c from cgroup2 to a v1 hierarchy (in use in cgroup2?): crun pods will not start"
+			continue
+		fi
+		echo $c >>"$run/v1_claimed"
+	done
+}
+
+# release_v1 unmounts what claim_v1 mounted. Every cgroup in such a
+# hierarchy is the cluster's (system.slice too), and all must go first:
+# the kernel frees a v1 hierarchy, and gives its controller back to
+# cgroup2, only if no cgroup is below its root when it is unmounted, and a
+# removed cgroup stays below it until the kernel has freed it. So it waits
+# for the hierarchy's cgroup count to fall to 1 and, if the hierarchy
+# outlives the unmount all the same, mounts it again and retries.
+release_v1() {
+	local c d=/sys/fs/cgroup i n
+	[ -f "$run/v1_claimed" ] || return 0
+	for c in $(cat "$run/v1_claimed"); do
+		for ((i = 0; i < 20; i++)); do
+			awk -v c=$c '$1 == c && $2 != 0 {f = 1} END {exit !f}' /proc/cgroups || break
+			mountpoint -q $d/$c || mount -t cgroup -o $c cgroup $d/$c 2>/dev/null || break
+			find $d/$c -mindepth 2 -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+			find $d/$c -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true
+			n=$(awk -v c=$c '$1 == c {print $3}' /proc/cgroups)
+			[ "$n" = 1 ] || { sleep 0.25; continue; }
+			umount $d/$c 2>/dev/null || true
+			sleep 0.1
+		done
+		mountpoint -q $d/$c || rmdir $d/$c 2>/dev/null || true
+		grep -qw $c $d/unified/cgroup.controllers ||
+			log "$c is not back in cgroup2: its v1 hierarchy lives on ($(grep -w "^$c" /proc/cgroups))"
+	done
 }
 
 # cert NAME CN [O] [SANS]: a key and a certificate signed by the cluster CA.
@@ -495,6 +570,13 @@ state = "$run/containerd"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
       BinaryName = "$(command -v runc)"
       Root = "$run/runc"
+  # The crun RuntimeClass (up creates it): Debian's crun, through runc's
+  # shim, which runs any binary with runc's command line.
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.crun]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.crun.options]
+      BinaryName = "$(command -v crun)"
+      Root = "$run/crun"
 [plugins.'io.containerd.cri.v1.images']
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "dev.local/pause:knode"
@@ -615,6 +697,18 @@ install_knative() {
 	# autoscaler decides (Knative's minimum), so runs wait less for zero.
 	kctl -n $kn_ns patch configmap config-autoscaler --type merge \
 		-p '{"data":{"allow-zero-initial-scale":"true","scale-to-zero-grace-period":"6s"}}' >/dev/null
+	# The runtime=CLASS lever sets runtimeClassName, which Knative refuses
+	# unless this feature is on; the crun RuntimeClass is containerd's crun
+	# handler (start_node).
+	kctl -n $kn_ns patch configmap config-features --type merge \
+		-p '{"data":{"kubernetes.podspec-runtimeclassname":"enabled"}}' >/dev/null
+	kctl apply --server-side -f - >/dev/null <<EOF
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: crun
+handler: crun
+EOF
 	# Tracing: the activator and every queue-proxy export Zipkin spans to
 	# the node's bridge address, where coldstart run --traces listens.
 	# sample-rate 0: only requests that arrive with a sampled traceparent
@@ -863,6 +957,7 @@ down() {
 	done
 	rm_cgroups kubepods
 	rm_cgroups system.slice/containerd-knode
+	release_v1
 	# The pods' host-side veths go with their network namespaces, which the
 	# kernel frees asynchronously: delete those still on the bridge.
 	local l
