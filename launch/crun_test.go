@@ -62,7 +62,7 @@ func TestCrunHierarchy(t *testing.T) {
 	if !errors.Is(err, launch.ErrNoRuntime) {
 		t.Fatalf("CrunHierarchy(hybrid) = %v, want ErrNoRuntime", err)
 	}
-	for _, w := range []string{"crun", hybrid, "hugetlb", "cgroup v2 host"} {
+	for _, w := range []string{"crun", hybrid, "hugetlb", "cgroup v2 host", "mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("CrunHierarchy(hybrid) = %v, want it to mention %q", err, w)
 		}

@@ -125,14 +125,23 @@ func (r *Runc) Check() error {
 // cgroup.controllers file, controllers) has controllers: crun refuses
 // to create a container there ("cgroups in hybrid mode not supported"),
 // and says so only once per start. A pure v1 or v2 host has no such file
-// or an empty one.
+// or an empty one. The error gives the way out that needs no reboot: a v1
+// hierarchy of its own for each such controller (a controller no v2
+// cgroup enables can move), which coldstart does not do itself, since it
+// changes the host for everything else on it.
 func crunHierarchy(controllers string) error {
 	b, err := os.ReadFile(controllers)
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: crun: this host mixes cgroup v1 and v2, and its v2 hierarchy holds controllers (%s: %s), which crun refuses; measure crun on a cgroup v2 host (or a pure v1 one)",
-		ErrNoRuntime, controllers, strings.TrimSpace(string(b)))
+	held := strings.Fields(string(b))
+	var mounts []string
+	for _, c := range held {
+		d := "/sys/fs/cgroup/" + c
+		mounts = append(mounts, fmt.Sprintf("mkdir %s && mount -t cgroup -o %s cgroup %s", d, c, d))
+	}
+	return fmt.Errorf("%w: crun: this host mixes cgroup v1 and v2, and its v2 hierarchy holds controllers (%s: %s), which crun refuses; measure crun on a cgroup v2 host (or a pure v1 one), or, as root, give each a v1 hierarchy of its own for the measurement (%s; umount and rmdir after)",
+		ErrNoRuntime, controllers, strings.Join(held, " "), strings.Join(mounts, "; "))
 }
 
 func (r *Runc) binary() (string, error) {
