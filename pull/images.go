@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/compression"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -176,18 +174,11 @@ func BuildVariant(bin Binary, v record.PullVariant, deploy int) (v1.Image, error
 // Push writes img to the registry as the variant's repository, tagged
 // with the deploy number, and returns the digest reference a node pulls.
 func (r *Registry) Push(ctx context.Context, v record.PullVariant, deploy int, img v1.Image) (string, error) {
-	tag, err := name.NewTag(fmt.Sprintf("%s/%s:%d", r.Host(), repo(v), deploy))
+	ref, err := r.PushImage(ctx, repo(v), fmt.Sprint(deploy), img)
 	if err != nil {
 		return "", fmt.Errorf("push %s: %w", v, err)
 	}
-	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
-		return "", fmt.Errorf("push %s to %s: %w", v, r.Host(), err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return "", fmt.Errorf("push %s: %w", v, err)
-	}
-	return tag.Context().Digest(d.String()).String(), nil
+	return ref, nil
 }
 
 // LayerSizes is each layer's compressed size in bytes, bottom first.
