@@ -6,8 +6,10 @@ import (
 	"io"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/serving/pkg/apis/autoscaling"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
@@ -28,6 +30,9 @@ type ColdStart struct {
 	// Service NamePrefix+ARM-LEVER that `coldstart deploy --lever` made,
 	// measured in the same rounds and compared against the arm.
 	Levers []Lever
+	// PullImages are the arms' images the pull levers serve, by arm (an
+	// arm not here: the image its Service runs, read from its registry).
+	PullImages map[string]v1.Image
 	// Runs is the number of counted cold starts per arm, after one
 	// uncounted warm-up round.
 	Runs int
@@ -85,6 +90,9 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 	var mos []MeasureOptions
 	variants := map[string]record.Variant{}
 	var measured []string
+	rolls := map[string]*imageRoll{}
+	regs := pullRegistries{}
+	defer regs.close()
 	for _, arm := range c.Arms {
 		measured = append(measured, arm)
 		for _, l := range c.Levers {
@@ -94,13 +102,20 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 			}
 			variants[v] = record.Variant{Of: arm, Platform: []string{l.Sets}, Control: l.Control}
 			measured = append(measured, v)
+			if l.isPull() {
+				r, err := c.pullRoll(ctx, arm, l, regs)
+				if err != nil {
+					return nil, err
+				}
+				rolls[v] = r
+			}
 		}
 	}
 	for i, arm := range measured {
 		mo := MeasureOptions{
 			Namespace: c.Namespace, Service: c.NamePrefix + arm, Arm: arm, Budget: Budget,
 			Runs: c.Runs, Warmup: true, Target: c.Target, Activator: c.Activator, ProbeTimeout: c.ProbeTimeout,
-			Probe: CheckerProbe(checker), Log: c.Progress, Traces: c.Traces,
+			Probe: CheckerProbe(checker), Log: c.Progress, Traces: c.Traces, roll: rolls[arm],
 		}
 		if i == 0 {
 			mo.Noise = c.Noise
@@ -122,6 +137,34 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 		sums = append(sums, s)
 	}
 	return sums, err
+}
+
+// pullRoll prepares the rounds of arm's variant under the pull lever l:
+// the nodes must be this machine (they pull from its loopback), the
+// variant must start each new revision at zero, and the arm's image is
+// read once.
+func (c ColdStart) pullRoll(ctx context.Context, arm string, l Lever, regs pullRegistries) (*imageRoll, error) {
+	if err := checkNodesHere(ctx, c.Clients, l); err != nil {
+		return nil, err
+	}
+	name := c.NamePrefix + l.Variant(arm)
+	svc, err := c.Clients.Serving.Services(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("lever %s of arm %s: get service %s/%s: %w", l.Name, arm, c.Namespace, name, err)
+	}
+	if v := svc.Spec.Template.Annotations[autoscaling.InitialScaleAnnotationKey]; v != "0" {
+		return nil, fmt.Errorf("lever %s of arm %s: service %s/%s has initial-scale %q, so each new revision would start a pod, and pull its image, before the measured start: redeploy it with coldstart deploy --arms %s --lever %s",
+			l.Name, arm, c.Namespace, name, v, arm, l.Name)
+	}
+	src, err := pullSource(ctx, c.Clients, c.Namespace, c.NamePrefix+arm, c.PullImages[arm])
+	if err != nil {
+		return nil, fmt.Errorf("lever %s of arm %s: %w; give the arm's image as a file with --pull-image %s=PATH", l.Name, arm, err, arm)
+	}
+	reg, err := regs.get(l.pullBandwidth())
+	if err != nil {
+		return nil, fmt.Errorf("lever %s: %w", l.Name, err)
+	}
+	return newImageRoll(c.Clients, c.Namespace, name, l, src, reg)
 }
 
 // checkVariant refuses to measure arm's variant under l unless its

@@ -121,6 +121,22 @@ var leverKinds = []leverKind{
 		},
 	},
 	{
+		name:  "pull",
+		value: "BANDWIDTH|cached",
+		help: "the image is pulled at every start: run rolls the variant to a new revision before each round, of the arm's image with every layer salted anew, served by coldstart's own registry on this machine at BANDWIDTH (10Mbit, 1Gbit, max), so no node has any of it; pull=cached rolls a new revision of one image pulled at the warm-up round, the control that leaves the pull out. " +
+			"The cluster's nodes must be this machine and allow-zero-initial-scale set (each new revision starts no pod before its measured start)",
+		sets: func(v string) string {
+			if v == pullCached {
+				return "a new revision every start, its image cached on the node (initial-scale 0)"
+			}
+			return "a new revision every start, its image pulled at " + v + " (initial-scale 0)"
+		},
+		check: checkPullValue,
+		apply: func(s *servingv1.Service, _ string) {
+			s.Spec.Template.Annotations[autoscaling.InitialScaleAnnotationKey] = "0"
+		},
+	},
+	{
 		name:  "runtime",
 		value: "CLASS",
 		help:  "runtimeClassName: CLASS: the pod's containers run under that RuntimeClass's handler (e.g. crun), which the cluster must have, with Knative's kubernetes.podspec-runtimeclassname feature enabled",
@@ -190,13 +206,14 @@ func ParseLevers(names []string) ([]Lever, error) {
 	return out, nil
 }
 
-// Slug is the lever as a name suffix: KIND, or KIND-VALUE with the value's
-// dots made dashes ("runtime=crun" is runtime-crun).
+// Slug is the lever as a name suffix: KIND, or KIND-VALUE with the value
+// in lower case and its dots made dashes ("runtime=crun" is runtime-crun,
+// "pull=2.5Gbit" pull-2-5gbit), as Kubernetes names must be.
 func (l Lever) Slug() string {
 	if l.value == "" {
 		return l.kind.name
 	}
-	return l.kind.name + "-" + strings.ReplaceAll(l.value, ".", "-")
+	return l.kind.name + "-" + strings.ReplaceAll(strings.ToLower(l.value), ".", "-")
 }
 
 // Variant is the name arm's variant under l is measured and deployed by:
@@ -215,9 +232,13 @@ func (l Lever) apply(s *servingv1.Service) {
 // checkLevers refuses levers the cluster cannot run, before anything is
 // deployed: a RuntimeClass it does not have, or runtimeClassName while
 // Knative's kubernetes.podspec-runtimeclassname feature is off (Knative
-// would refuse the Service with a less direct message).
+// would refuse the Service with a less direct message), or a pull lever
+// where a new revision cannot start at zero.
 func checkLevers(ctx context.Context, c Clients, levers []Lever) error {
 	for i, l := range levers {
+		if l.isPull() && !allowsZeroInitialScale(ctx, c) {
+			return fmt.Errorf("lever %s: each round's new revision must start no pod before its measured start (initial-scale 0), which Knative allows only with allow-zero-initial-scale: \"true\" in %s/config-autoscaler; set it", l.Name, KnativeNamespace)
+		}
 		if l.kind.name != "runtime" || slices.ContainsFunc(levers[:i], func(m Lever) bool { return m.Slug() == l.Slug() }) {
 			continue // another arm's variant under the same lever asked already
 		}

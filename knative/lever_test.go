@@ -59,6 +59,14 @@ func TestLeverServices(t *testing.T) {
 		{"runtime=crun", "coldstart-default-runtime-crun", func(s *servingv1.Service) bool {
 			return spec(s).RuntimeClassName != nil && *spec(s).RuntimeClassName == "crun"
 		}},
+		// A bandwidth's capitals and dots cannot be in a name.
+		{"pull=2.5Gbit", "coldstart-default-pull-2-5gbit", func(s *servingv1.Service) bool {
+			return s.Spec.Template.Annotations[autoscaling.InitialScaleAnnotationKey] == "0" &&
+				spec(s).Containers[0].Image == base.Spec.Template.Spec.Containers[0].Image
+		}},
+		{"pull=cached", "coldstart-default-pull-cached", func(s *servingv1.Service) bool {
+			return s.Spec.Template.Annotations[autoscaling.InitialScaleAnnotationKey] == "0"
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.lever, func(t *testing.T) {
@@ -114,6 +122,9 @@ func TestParseLeverBadInput(t *testing.T) {
 		"runtime=Crun_1":        `lever "runtime=Crun_1": RuntimeClass name "Crun_1": a lowercase RFC 1123 subdomain`,
 		"readiness-period=0":    `lever "readiness-period=0": want a whole number of seconds, at least 1`,
 		"readiness-period=1.5s": `lever "readiness-period=1.5s": want a whole number of seconds`,
+		"pull":                  `lever "pull": want pull=BANDWIDTH|cached`,
+		"pull=fast":             `lever "pull=fast": want cached or a bandwidth: bandwidth "fast": want a number and a unit`,
+		"pull=0Mbit":            `lever "pull=0Mbit": want cached or a bandwidth: bandwidth "0Mbit": must be more than 0`,
 	} {
 		if _, err := ParseLever(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseLever(%q) = %v, want %q", in, err, want)

@@ -181,6 +181,9 @@ type MeasureOptions struct {
 	Probe ProbeFunc
 	// Log receives progress lines (nil = quiet).
 	Log io.Writer
+	// roll, for a pull lever's variant, gives the Service a new revision
+	// before each run and proves what each start pulled.
+	roll *imageRoll
 }
 
 func (o *MeasureOptions) defaults() {
@@ -268,6 +271,9 @@ type armRun struct {
 	o                 MeasureOptions
 	target, authority string
 	obs               *observer
+	// revAuthority: authority is the latest ready revision's host, which
+	// a roll changes.
+	revAuthority bool
 }
 
 // prepare reads the Service, decides where its probes go and starts
@@ -278,7 +284,8 @@ func prepare(ctx context.Context, c Clients, o MeasureOptions) (*armRun, error) 
 	if err != nil {
 		return nil, fmt.Errorf("get service %s/%s: %w", o.Namespace, o.Service, err)
 	}
-	if o.Activator && o.Authority == "" {
+	revAuthority := o.Activator && o.Authority == ""
+	if revAuthority {
 		if o.Authority, err = activatorAuthority(svc); err != nil {
 			return nil, err
 		}
@@ -299,13 +306,22 @@ func prepare(ctx context.Context, c Clients, o MeasureOptions) (*armRun, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &armRun{o: o, target: target, authority: authority, obs: obs}, nil
+	return &armRun{o: o, target: target, authority: authority, obs: obs, revAuthority: revAuthority}, nil
 }
 
 // measure waits until the Service is at zero, times one cold start and
 // records it as run.
 func (a *armRun) measure(ctx context.Context, run int, record func(prober.Sample) error) error {
 	o := a.o
+	if o.roll != nil {
+		if err := o.roll.next(ctx, run); err != nil {
+			return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
+		}
+		if a.revAuthority {
+			a.authority = RevisionHost(o.Namespace, o.roll.revision)
+		}
+		logf(o.Log, "%s run %d: revision %s, image %s", o.Service, run, o.roll.revision, o.roll.ref)
+	}
 	if err := a.untilZero(ctx, run, o.Log); err != nil {
 		return err
 	}
@@ -314,6 +330,13 @@ func (a *armRun) measure(ctx context.Context, run int, record func(prober.Sample
 		return fmt.Errorf("service %s/%s run %d: %w", o.Namespace, o.Service, run, err)
 	}
 	s.Arm, s.Budget, s.Run, s.Warmup = o.Arm, o.Budget, run, run == 0
+	if o.roll != nil {
+		var bad string
+		s.ImagePull, bad = o.roll.proof(s.Warmup)
+		if bad != "" && s.Error == "" {
+			s.Error = bad
+		}
+	}
 	logf(o.Log, "%s run %d: first RPC after %.1f ms, %d attempts %s", o.Service, run, s.FirstRPCMs, s.Attempts, s.Error)
 	if err := record(s); err != nil {
 		return fmt.Errorf("record run %d of %s: %w", run, o.Service, err)

@@ -79,6 +79,9 @@ type Sample struct {
 	// PageCache counts the arm's file pages before and after they were
 	// evicted for this start (run --page-cache cold; nil = left warm).
 	PageCache *PageCacheEviction `json:"page_cache,omitempty"`
+	// ImagePull is what the registry coldstart served sent while this
+	// start ran, on Knative under a pull lever (nil otherwise).
+	ImagePull *ImagePull `json:"image_pull,omitempty"`
 }
 
 // PageCacheEviction is what evicting an arm's files (binary, shared
@@ -89,6 +92,22 @@ type PageCacheEviction struct {
 	FilePages      int64 `json:"file_pages"`
 	ResidentBefore int64 `json:"resident_pages_before"`
 	ResidentAfter  int64 `json:"resident_pages_after"`
+}
+
+// ImagePull is one start's image under a Knative pull lever: the image
+// its new revision ran, served by coldstart's own registry, and what that
+// registry sent between t0 and the first RPC. A start of pull=BANDWIDTH
+// counts only when the registry sent at least the image's bytes (the node
+// had none of it); one of pull=cached only when it sent nothing.
+type ImagePull struct {
+	Image string `json:"image"` // by digest
+	Bytes int64  `json:"bytes"` // manifest, config and layers as stored
+	// ServedBytes is what the registry sent during the start.
+	ServedBytes int64 `json:"served_bytes"`
+	// Bandwidth is the registry's link cap ("100Mbit", "max"); "cached"
+	// for the control whose image was pulled once, before the counted
+	// starts.
+	Bandwidth string `json:"bandwidth"`
 }
 
 // Phase returns the named phase's time from t0 and whether it was seen.
