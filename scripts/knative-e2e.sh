@@ -8,6 +8,8 @@
 #   STEADY=0 sudo scripts/knative-e2e.sh       # without the warm load (steady run --on knative)
 #   LEVERS=control,no-token MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # each arm beside its platform-lever variants
+#   LEVERS=pull=cached,pull=100Mbit MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
+#                                              # each start pulls the image (at 100 Mbit/s)
 #   PARALLEL=1,5,25 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
 #                                              # N Services per arm from zero at once
 #   BURST_REQUESTS=20 CONCURRENCY=1 MAIN=0 STEADY=0 sudo scripts/knative-e2e.sh
@@ -133,10 +135,17 @@ knrun=("$cs" run --on knative --via activator --target "$KNODE_ACTIVATOR" --trac
 if [ -n "${LEVERS:-}" ]; then
 	lv=()
 	for l in ${LEVERS//,/ }; do lv+=(--lever "$l"); done
+	# A pull lever serves each arm's image, salted per round, from
+	# coldstart run's own registry on 127.0.0.1 (the node's containerd
+	# pulls from loopback over plain HTTP): the image files imported above.
+	pl=()
+	if [[ ",$LEVERS," == *,pull=* ]]; then
+		for arm in ${ARMS//,/ }; do pl+=(--pull-image "$arm=${tars[$arm]}"); done
+	fi
 	log "deploying the arms' variants under ${LEVERS}"
 	"$cs" deploy --kubeconfig "$KUBECONFIG" --namespace "$KNODE_NAMESPACE" "${images[@]}" "${deploy_flags[@]}" "${lv[@]}" --wait-timeout 5m
 	log "measuring: $RUNS runs per arm and lever variant"
-	"${knrun[@]}" "${lv[@]}"
+	"${knrun[@]}" "${lv[@]}" "${pl[@]}"
 fi
 # PARALLEL: N Services of each arm from zero at once, per N of the list.
 if [ -n "${PARALLEL:-}" ]; then

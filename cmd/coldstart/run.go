@@ -48,6 +48,9 @@ type runOptions struct {
 	Traces string
 	// Levers are --lever, as given (--on knative).
 	Levers []string
+	// PullImages are --pull-image ARM=PATH, as given: the image files
+	// a pull lever serves.
+	PullImages []string
 	// Parallel is --parallel, the Ns of Services scaled from zero at
 	// once (--on knative).
 	Parallel string
@@ -109,6 +112,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	f.StringVar(&o.Target, "target", "", "--on knative: host:port of the ingress to probe (\"\" = the Service's cluster-local address, from inside the cluster)")
 	f.StringVar(&o.Traces, "traces", "", "--on knative: HOST:PORT to receive the Zipkin spans Knative's activator and queue-proxy export (their config-tracing: backend zipkin, zipkin-endpoint http://HOST:PORT/api/v2/spans); probes carry a sampled traceparent and samples gain the phases activator_received, activator_released, queue_proxy_received")
 	f.StringArrayVar(&o.Levers, "lever", nil, "--on knative: also measure each arm's variant under this platform lever, the Service coldstart deploy --lever made, in the same rounds, compared against the arm (repeat): "+strings.Join(knative.LeverNames(), ", "))
+	f.StringArrayVar(&o.PullImages, "pull-image", nil, "--lever pull=...: ARM=PATH, arm ARM's image as a file (an OCI layout or an image tarball, as coldstart build's image arm and docker save write) for the pull levers to serve, salted each round (repeat; an arm not given: the image its Service runs, read from its registry)")
 	f.StringVar(&o.Parallel, "parallel", "", "--on knative: for each N in this list (e.g. 1,5,25), scale N Services of each arm from zero at once, each proven at zero, probed together from one t0 (the copies coldstart deploy --parallel with the same list made); N=1 is always measured")
 	f.IntVar(&o.BurstRequests, "burst-requests", 0, "--on knative: send this many requests at once at each arm's Service while it is at zero, and record the pods the autoscaler made for them and when each request was answered (deploy --container-concurrency C caps each pod's share)")
 	f.StringVar(&o.Polls, "poll-interval", "", pollIntervalHelp())
@@ -169,6 +173,9 @@ func (o *runOptions) validate() error {
 	}
 	if _, err := knative.ParseLevers(o.Levers); err != nil {
 		return fmt.Errorf("--lever: %w", err)
+	}
+	if _, err := o.pullImages(); err != nil {
+		return err
 	}
 	if o.BurstRequests != 0 {
 		switch {

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/coldstart-go/coldstart/campaign"
 	"github.com/coldstart-go/coldstart/cmd/internal/cliopts"
 	"github.com/coldstart-go/coldstart/internal/noise"
+	"github.com/coldstart-go/coldstart/internal/ociimage"
 	"github.com/coldstart-go/coldstart/internal/render"
 	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/knative"
@@ -38,8 +42,18 @@ func runOnKnative(ctx context.Context, o *runOptions, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--lever: %w", err)
 	}
+	pullPaths, err := o.pullImages()
+	if err != nil {
+		return err
+	}
+	pullImages := map[string]v1.Image{}
+	for arm, path := range pullPaths {
+		if pullImages[arm], err = ociimage.Load(path); err != nil {
+			return fmt.Errorf("--pull-image %s: %w", arm, err)
+		}
+	}
 	cs := knative.ColdStart{
-		Levers:  levers,
+		Levers: levers, PullImages: pullImages,
 		Clients: c, Namespace: ns, Arms: o.Arms.Names, NamePrefix: o.NamePrefix,
 		Runs: o.Runs, Target: o.Target, Activator: o.Via == "activator", ProbeTimeout: o.Timeout,
 		Checker: checker, Confidence: o.Confidence, Progress: o.Progress(),
@@ -277,4 +291,34 @@ func writeRequestBursts(w io.Writer, bursts []record.Burst) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Arm, b.Run, b.N, len(b.Pods), first, last, num(b.P50Ms), num(b.P95Ms), num(b.MaxMs))
 	}
 	return tw.Flush()
+}
+
+// pullImages reads --pull-image ARM=PATH into paths by arm: only beside a
+// pull lever, each ARM one of --arms and given once, each PATH there.
+func (o *runOptions) pullImages() (map[string]string, error) {
+	if len(o.PullImages) == 0 {
+		return nil, nil
+	}
+	pulls := slices.ContainsFunc(o.Levers, func(l string) bool { return strings.HasPrefix(l, "pull=") })
+	if !o.Knative() || !pulls {
+		return nil, fmt.Errorf("--pull-image: only with --on knative and a --lever pull=BANDWIDTH or pull=cached, whose rounds serve it")
+	}
+	out := map[string]string{}
+	for _, v := range o.PullImages {
+		arm, path, ok := strings.Cut(v, "=")
+		if !ok || arm == "" || path == "" {
+			return nil, fmt.Errorf("--pull-image: %q, want ARM=PATH", v)
+		}
+		if !slices.Contains(o.Arms.Names, arm) {
+			return nil, fmt.Errorf("--pull-image %s: not an arm of --arms (%s)", v, strings.Join(o.Arms.Names, ","))
+		}
+		if _, dup := out[arm]; dup {
+			return nil, fmt.Errorf("--pull-image: arm %s given twice", arm)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--pull-image %s: %w", arm, err)
+		}
+		out[arm] = path
+	}
+	return out, nil
 }
