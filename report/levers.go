@@ -42,6 +42,9 @@ func (r *Report) platformLevers(m *mdw) {
 				}
 			}
 			sets := strings.Join(v.Platform, "; ")
+			if p := pulledImage(c, s.Arm); p != "" {
+				sets += "; " + p
+			}
 			if v.Control {
 				sets = "nothing (control)"
 				if verdict != "" && verdict != string(stats.NoDifference) {
@@ -149,4 +152,26 @@ func pIs(p float64) string {
 		return "p" + t
 	}
 	return "p=" + pText(p)
+}
+
+// pulledImage says, for a pull lever's variant, how large the image its
+// counted starts ran was and how many of them the registry served all of
+// ("" for other variants).
+func pulledImage(c *Campaign, variant string) string {
+	var n, pulled int
+	var bytes int64
+	for _, s := range c.Samples {
+		if s.Arm != variant || s.Warmup || s.ImagePull == nil {
+			continue
+		}
+		n++
+		bytes = s.ImagePull.Bytes
+		if s.ImagePull.ServedBytes >= s.ImagePull.Bytes {
+			pulled++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("image %s, pulled whole in %d of %d starts", mib(bytes), pulled, n)
 }

@@ -33,8 +33,15 @@ func TestPlatformLevers(t *testing.T) {
 	var samples []record.Sample
 	for run := 1; run <= 12; run++ {
 		round := 1 + 0.2*rng.Float64() // the round's noise, shared
-		for _, arm := range []string{"default", "default-no-token", "default-control"} {
+		for _, arm := range []string{"default", "default-no-token", "default-control", "default-pull-10mbit"} {
 			s := record.Sample{Arm: arm, Budget: "knative", Run: run}
+			if arm == "default-pull-10mbit" {
+				// Run 5's image was on the node: the registry sent none of it.
+				s.ImagePull = &record.ImagePull{Image: "127.0.0.1:5000/x@sha256:00", Bytes: 5 << 20, ServedBytes: 5<<20 + 4096, Bandwidth: "10Mbit"}
+				if run == 5 {
+					s.ImagePull.ServedBytes = 0
+				}
+			}
 			at := 0.0
 			for _, st := range steps {
 				d := st.ms * round * (1 + 0.02*rng.NormFloat64())
@@ -57,11 +64,12 @@ func TestPlatformLevers(t *testing.T) {
 		byArm[s.Arm] = append(byArm[s.Arm], s)
 	}
 	variants := map[string]record.Variant{
-		"default-no-token": {Of: "default", Platform: []string{"automountServiceAccountToken: false"}},
-		"default-control":  {Of: "default", Platform: []string{"nothing (control)"}, Control: true},
+		"default-no-token":    {Of: "default", Platform: []string{"automountServiceAccountToken: false"}},
+		"default-control":     {Of: "default", Platform: []string{"nothing (control)"}, Control: true},
+		"default-pull-10mbit": {Of: "default", Platform: []string{"a new revision every start, its image pulled at 10Mbit (initial-scale 0)"}},
 	}
 	var sums []record.Summary
-	for _, arm := range []string{"default", "default-no-token", "default-control"} {
+	for _, arm := range []string{"default", "default-no-token", "default-control", "default-pull-10mbit"} {
 		s := record.SummarizeAt(byArm[arm], stats.DefaultConfidence)
 		s.Arm, s.Budget, s.Variant = arm, "knative", variants[arm]
 		sums = append(sums, s)
@@ -108,6 +116,9 @@ func TestPlatformLevers(t *testing.T) {
 		if _, err := fmtSscanShift(nt[i+len("sandbox_ready "):], &d, &lo, &hi); err != nil || !(lo <= 40 && 40 <= hi) {
 			t.Errorf("shift %q: interval [%v, %v] does not cover the true +40 ms (%v)", nt[i:], lo, hi, err)
 		}
+	}
+	if pr := row("| default-pull-10mbit | default | a new revision every start, its image pulled at 10Mbit (initial-scale 0); image 5.0 MiB, pulled whole in 11 of 12 starts |"); pr == "" {
+		t.Error("no pull row")
 	}
 	ct := row("| default-control | default | nothing (control) |")
 	if !strings.Contains(ct, "no difference detected") || !strings.Contains(ct, "none (largest:") {
