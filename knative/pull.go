@@ -16,7 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/pull"
 	"github.com/coldstart-go/coldstart/record"
@@ -127,6 +129,7 @@ func (r *imageRoll) next(ctx context.Context, run int) error {
 		}
 	}
 	sc := r.c.Serving.Services(r.namespace)
+	var gen int64
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		svc, err := sc.Get(ctx, r.name, metav1.GetOptions{})
 		if err != nil {
@@ -140,21 +143,47 @@ func (r *imageRoll) next(ctx context.Context, run int) error {
 			svc.Spec.Template.Annotations = map[string]string{}
 		}
 		svc.Spec.Template.Annotations[AnnotationRound] = strconv.Itoa(run)
-		_, err = sc.Update(ctx, svc, metav1.UpdateOptions{})
+		up, err := sc.Update(ctx, svc, metav1.UpdateOptions{})
+		if err == nil {
+			gen = up.Generation
+		}
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("lever %s: roll service %s/%s to %s: %w", r.lever.Name, r.namespace, r.name, r.ref, err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	svc, err := WaitReady(wctx, r.c, r.namespace, r.name)
+	rev, err := r.waitRevision(ctx, gen)
 	if err != nil {
 		return fmt.Errorf("lever %s: %w", r.lever.Name, err)
 	}
-	r.revision = svc.Status.LatestReadyRevisionName
+	r.revision = rev
 	r.servedBefore = r.reg.Served()
 	return nil
+}
+
+// waitRevision waits until the Service is Ready at generation gen or
+// later with a new revision, not the one the last run started, as its
+// latest created and latest ready. It polls with plain reads, which the
+// API server answers from etcd: a watch's first list may come from its
+// cache and show the Service as it was before the update, still Ready
+// at its old revision.
+func (r *imageRoll) waitRevision(ctx context.Context, gen int64) (string, error) {
+	var last *servingv1.Service
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, r.timeout, true, func(ctx context.Context) (bool, error) {
+		svc, err := r.c.Serving.Services(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = svc
+		st := svc.Status
+		return svc.Generation >= gen && st.ObservedGeneration >= gen && svc.IsReady() &&
+			st.LatestReadyRevisionName != "" && st.LatestReadyRevisionName == st.LatestCreatedRevisionName &&
+			st.LatestReadyRevisionName != r.revision, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("wait for a new ready revision of service %s/%s (generation %d): %w: %s", r.namespace, r.name, gen, err, Conditions(last))
+	}
+	return last.Status.LatestReadyRevisionName, nil
 }
 
 // proof is what the registry sent since next returned, and, for a

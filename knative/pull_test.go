@@ -226,3 +226,63 @@ func TestPullLeverChecks(t *testing.T) {
 		}
 	})
 }
+
+// TestImageRollWaitsForNewRevision: a Service that still reads Ready at
+// the revision the last run started (the controller has not caught up,
+// or a cached read) is waited on, not taken: each run gets the revision
+// its roll made.
+func TestImageRollWaitsForNewRevision(t *testing.T) {
+	ctx := context.Background()
+	l, err := ParseLever("pull=cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := leverService(t, l)
+	c := fakeCluster(t, "bench", true, svc)
+	revisionController(c)
+	sc := c.Serving.(fakeServing).cs
+	stale := 0
+	var old *servingv1.Service
+	sc.PrependReactor("get", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if stale > 0 && old != nil {
+			stale--
+			return true, old.DeepCopy(), nil
+		}
+		return false, nil, nil
+	})
+	src, err := pull.BuildVariant(pull.Binary{Arm: "static", Path: "/bin/true"},
+		record.PullVariant{Arm: "static", Compression: record.Gzip, Layering: record.SingleLayer}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := pullRegistries{}
+	defer regs.close()
+	reg, err := regs.get(pull.Max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newImageRoll(c, "bench", svc.Name, l, src, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs []string
+	for run := 0; run <= 2; run++ {
+		// What a read showed before this roll: Ready, at the last revision.
+		cur, err := c.Serving.Services("bench").Get(ctx, svc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, stale = cur, 5
+		if err := r.next(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		if stale != 0 {
+			t.Errorf("run %d: the roll returned with %d stale reads left", run, stale)
+		}
+		revs = append(revs, r.revision)
+	}
+	want := []string{svc.Name + "-00002", svc.Name + "-00003", svc.Name + "-00004"}
+	if strings.Join(revs, " ") != strings.Join(want, " ") {
+		t.Errorf("revisions %v, want %v", revs, want)
+	}
+}
