@@ -100,7 +100,7 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 			if err := c.checkVariant(ctx, arm, l); err != nil {
 				return nil, err
 			}
-			variants[v] = record.Variant{Of: arm, Platform: []string{l.Sets}, Control: l.Control}
+			variants[v] = record.Variant{Of: c.leverBaseline(arm, l), Platform: []string{l.Sets}, Control: l.Control}
 			measured = append(measured, v)
 			if l.isPull() {
 				r, err := c.pullRoll(ctx, arm, l, regs)
@@ -137,6 +137,22 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 		sums = append(sums, s)
 	}
 	return sums, err
+}
+
+// leverBaseline is what arm's variant under l is compared against: the
+// arm, but for pull=BANDWIDTH beside pull=cached, which is compared
+// against the cached variant, so that the pull's own cost stands apart
+// from a new revision's (both start a new revision every round).
+func (c ColdStart) leverBaseline(arm string, l Lever) string {
+	if !l.isPull() || l.value == pullCached {
+		return arm
+	}
+	for _, m := range c.Levers {
+		if m.isPull() && m.value == pullCached {
+			return m.Variant(arm)
+		}
+	}
+	return arm
 }
 
 // pullRoll prepares the rounds of arm's variant under the pull lever l:

@@ -286,3 +286,24 @@ func TestImageRollWaitsForNewRevision(t *testing.T) {
 		t.Errorf("revisions %v, want %v", revs, want)
 	}
 }
+
+// TestLeverBaseline: a pulled variant is compared against the cached one
+// when both are measured (the pull's own cost), else against its arm, as
+// every other lever and the cached variant are.
+func TestLeverBaseline(t *testing.T) {
+	levers, err := ParseLevers([]string{"no-token", "pull=100Mbit", "pull=cached", "pull=max"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := ColdStart{Levers: levers}
+	want := []string{"static", "static-pull-cached", "static", "static-pull-cached"}
+	for i, l := range levers {
+		if got := cs.leverBaseline("static", l); got != want[i] {
+			t.Errorf("%s: against %s, want %s", l.Name, got, want[i])
+		}
+	}
+	alone := ColdStart{Levers: levers[1:2]}
+	if got := alone.leverBaseline("static", levers[1]); got != "static" {
+		t.Errorf("pull=100Mbit without pull=cached: against %s, want static", got)
+	}
+}
