@@ -62,7 +62,7 @@ func (r *Report) platformLevers(m *mdw) {
 		}
 		m.p("### %s\n\n", c.Label)
 		m.table([]string{"variant", "of", "sets", "t0 → first RPC, variant/arm [" + fmt.Sprintf("%.0f%%", 100*r.confidence()) + " CI]", "verdict", "step moved most (variant − arm, ms)", "n"}, out)
-		m.p("Each variant is its arm's image and Service with one field changed (`coldstart deploy --lever`), measured in the same rounds as the arm (`%s`). A step is the time between two consecutive phases of the arm's median order (the Zipkin phases included when traced); each is compared round by round (Wilcoxon signed-rank, Hodges–Lehmann shift), its p-value adjusted by Holm over the lever's steps. A step is named only when its adjusted p is below %.2f; \"none\" names the largest shift seen.\n\n",
+		m.p("Each variant is its arm's image and Service with one field changed (`coldstart deploy --lever`), measured in the same rounds as the arm (`%s`) and set against what \"of\" names: its arm, or, for an image pulled at a bandwidth, the variant whose image was cached (both start a new revision every round, so the difference is the pull's). A step is the time between two consecutive phases of the arm's median order (the Zipkin phases included when traced); each is compared round by round (Wilcoxon signed-rank, Hodges–Lehmann shift), its p-value adjusted by Holm over the lever's steps. A step is named only when its adjusted p is below %.2f; \"none\" names the largest shift seen.\n\n",
 			filepath.Base(c.File), 1-r.confidence())
 	}
 }
