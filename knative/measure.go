@@ -336,6 +336,9 @@ func (a *armRun) measure(ctx context.Context, run int, record func(prober.Sample
 		if bad != "" && s.Error == "" {
 			s.Error = bad
 		}
+		if err := o.roll.release(ctx); err != nil {
+			logf(o.Log, "%s run %d: %v (the registry keeps it in memory)", o.Service, run, err)
+		}
 	}
 	logf(o.Log, "%s run %d: first RPC after %.1f ms, %d attempts %s", o.Service, run, s.FirstRPCMs, s.Attempts, s.Error)
 	if err := record(s); err != nil {

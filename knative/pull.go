@@ -94,6 +94,7 @@ type imageRoll struct {
 	repo            string
 	nonce           string // this campaign's: no earlier campaign's image is the same
 	timeout         time.Duration
+	img             v1.Image // the image pushed last
 	ref, revision   string
 	bytes           int64
 	servedBefore    int64
@@ -121,6 +122,7 @@ func (r *imageRoll) next(ctx context.Context, run int) error {
 		if err != nil {
 			return fmt.Errorf("lever %s: %w", r.lever.Name, err)
 		}
+		r.img = img
 		if r.bytes, err = pull.ImageBytes(img); err != nil {
 			return fmt.Errorf("lever %s: size of the image: %w", r.lever.Name, err)
 		}
@@ -202,6 +204,18 @@ func (r *imageRoll) proof(warmup bool) (*record.ImagePull, string) {
 		return p, fmt.Sprintf("not a pulled start: the registry sent %d of the image's %d bytes while it ran (a node had it)", p.ServedBytes, p.Bytes)
 	}
 	return p, ""
+}
+
+// release drops the image of the start that just ended from the
+// registry's memory, under pull=BANDWIDTH (its salt is never served
+// again; pull=cached keeps its one image).
+func (r *imageRoll) release(ctx context.Context) error {
+	if r.lever.value == pullCached || r.img == nil {
+		return nil
+	}
+	err := r.reg.DeleteBlobs(ctx, r.img)
+	r.img = nil
+	return err
 }
 
 // pullSource is arm's image for its pull levers: the one given, else the

@@ -159,6 +159,20 @@ func TestImageRoll(t *testing.T) {
 				if p.Bandwidth != wantBW || p.Image != r.ref {
 					t.Errorf("run %d: proof %+v", run, p)
 				}
+				// Released, a pulled start's image leaves the registry's
+				// memory; the cached one stays to be started again.
+				if err := r.release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				n, err := pull.NewNode(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = n.Pull(ctx, r.ref)
+				n.Close()
+				if cached != (err == nil) {
+					t.Errorf("run %d: pull after release: %v", run, err)
+				}
 			}
 			for i := 1; i < len(revs); i++ {
 				if revs[i] == revs[i-1] {

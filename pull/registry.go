@@ -34,6 +34,10 @@ type Registry struct {
 	bw  Bandwidth
 
 	served atomic.Int64 // response body bytes written
+
+	// blobs is the registry's blob store, kept to drop an image's blobs
+	// once no node will pull it again (DeleteBlobs).
+	blobs registry.BlobHandler
 }
 
 // StartRegistry serves a fresh, empty registry on 127.0.0.1:port (0 = any
@@ -51,8 +55,8 @@ func StartRegistry(port int) (*Registry, error) {
 		}
 		return nil, fmt.Errorf("serve registry on %s: %w", addr, err)
 	}
-	r := &Registry{ln: ln, done: make(chan struct{})}
-	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	r := &Registry{ln: ln, done: make(chan struct{}), blobs: registry.NewInMemoryBlobHandler()}
+	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithBlobHandler(r.blobs))
 	r.srv = &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { h.ServeHTTP(r.wrap(w, req), req) }),
 		ReadHeaderTimeout: 10 * time.Second,

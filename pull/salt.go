@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/compression"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -160,4 +161,38 @@ func (r *Registry) PushImage(ctx context.Context, repo, tag string, img v1.Image
 		return "", fmt.Errorf("push %s:%s: %w", repo, tag, err)
 	}
 	return t.Context().Digest(d.String()).String(), nil
+}
+
+// DeleteBlobs drops img's config and layers from the registry's memory,
+// for an image no node will pull again: a campaign that pushes a new image
+// every round would otherwise hold every round's. Blobs are stored by
+// digest alone, so do not drop an image that shares blobs with one still
+// to be pulled (a salted image shares none).
+func (r *Registry) DeleteBlobs(ctx context.Context, img v1.Image) error {
+	del, ok := r.blobs.(registry.BlobDeleteHandler)
+	if !ok {
+		return fmt.Errorf("delete blobs: the registry's store cannot delete")
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		return fmt.Errorf("delete blobs: %w", err)
+	}
+	hs := []v1.Hash{cfg}
+	ls, err := img.Layers()
+	if err != nil {
+		return fmt.Errorf("delete blobs: %w", err)
+	}
+	for _, l := range ls {
+		d, err := l.Digest()
+		if err != nil {
+			return fmt.Errorf("delete blobs: %w", err)
+		}
+		hs = append(hs, d)
+	}
+	for _, h := range hs {
+		if err := del.Delete(ctx, "", h); err != nil {
+			return fmt.Errorf("delete blob %s: %w", h, err)
+		}
+	}
+	return nil
 }

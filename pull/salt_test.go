@@ -188,6 +188,19 @@ func TestSalt(t *testing.T) {
 			if served := r.Served() - before; served < size {
 				t.Errorf("a pull served %d bytes, ImageBytes says %d", served, size)
 			}
+
+			// Dropped, the image's blobs are gone: another node's pull fails.
+			if err := r.DeleteBlobs(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			n2, err := NewNode(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n2.Close()
+			if _, err := n2.Pull(context.Background(), ref); err == nil {
+				t.Error("pulled an image whose blobs were deleted")
+			}
 		})
 	}
 }
