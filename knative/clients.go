@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -88,6 +89,13 @@ func (k Kubeconfig) Load() (*rest.Config, string, error) {
 // NewClients builds the clients for cfg, sharing one HTTP client (and so
 // one connection pool) between them.
 func NewClients(cfg *rest.Config) (Clients, error) {
+	if cfg.WarningHandler == nil {
+		// The API server's warnings (Knative's webhook warns of every
+		// Service without a securityContext) once each per process, not
+		// once per write: a pull lever writes its Services every round.
+		cfg = rest.CopyConfig(cfg)
+		cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return Clients{}, fmt.Errorf("http client for %s: %w", cfg.Host, err)
