@@ -55,9 +55,15 @@ func TestSoakCatchesLeak(t *testing.T) {
 	if !strings.HasPrefix(s.RSS.Text, "drifting: +") || !strings.Contains(s.RSS.Text, "/h") {
 		t.Errorf("RSS text %q, want \"drifting: +… /h …\"", s.RSS.Text)
 	}
-	for _, r := range rows {
-		if r.Scenario != SoakStep || r.Errors != 0 || r.RSSBytes == nil || r.ServerCPUUsPerCall == nil || math.Abs(r.CallsPerS-400) > 80 {
-			t.Errorf("interval %d: %s, %.0f calls/s, %d errors (%s), rss %v", r.Interval, r.Scenario, r.CallsPerS, r.Errors, r.FirstError, r.RSSBytes)
+	// Each whole window sends its schedule's calls, 400/s × 0.4 s = 160:
+	// counted, not divided by the window's wall time, which a busy machine
+	// stretches when the last call returns late (CI once: 160 calls in a
+	// window that read 0.52 s, "306 calls/s"). The last window may be cut
+	// short by the soak's end.
+	for i, r := range rows {
+		short := i < len(rows)-1 && math.Abs(float64(r.Calls)-160) > 32
+		if r.Scenario != SoakStep || r.Errors != 0 || r.RSSBytes == nil || r.ServerCPUUsPerCall == nil || short || r.Calls == 0 {
+			t.Errorf("interval %d: %s, %d calls (%.0f calls/s), %d errors (%s), rss %v", r.Interval, r.Scenario, r.Calls, r.CallsPerS, r.Errors, r.FirstError, r.RSSBytes)
 		}
 	}
 }
