@@ -305,31 +305,37 @@ func TestRunInterrupted(t *testing.T) {
 		t.Skip("-short")
 	}
 	bin := testservers.BuildPackage(t, testservers.Echo)
-	work := t.TempDir()
-	port := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err := Run(ctx, Config{
-		Binaries:     []Binary{{Arm: "static", Path: bin}},
-		Compressions: []record.Compression{record.Gzip},
-		Layerings:    []record.Layering{record.SingleLayer},
-		Bandwidths:   []Bandwidth{8_000_000}, // ~1 MB/s: the pull takes seconds
-		Port:         port,
-		WorkDir:      work,
-		Progress: writerFunc(func(line string) {
-			if strings.HasPrefix(line, "pull: image") {
-				time.AfterFunc(300*time.Millisecond, cancel)
-			}
-		}),
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run interrupted = %v, want context.Canceled", err)
-	}
-	if n := countEntries(t, work); n != 0 {
-		t.Errorf("work dir holds %d entries after an interrupted run", n)
-	}
-	if !refused(port) {
-		t.Errorf("registry still answers on port %d after an interrupted Run", port)
+	stop := errors.New("interrupt signal received")
+	// At once as the images are pushed (the interrupt lands between or in
+	// the first requests of a pull), and 300 ms later (mid-layer): either
+	// way the error says why.
+	for _, after := range []time.Duration{0, 300 * time.Millisecond} {
+		work := t.TempDir()
+		port := freePort(t)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		_, err := Run(ctx, Config{
+			Binaries:     []Binary{{Arm: "static", Path: bin}},
+			Compressions: []record.Compression{record.Gzip},
+			Layerings:    []record.Layering{record.SingleLayer},
+			Bandwidths:   []Bandwidth{8_000_000}, // ~1 MB/s: the pull takes seconds
+			Port:         port,
+			WorkDir:      work,
+			Progress: writerFunc(func(line string) {
+				if strings.HasPrefix(line, "pull: image") {
+					time.AfterFunc(after, func() { cancel(stop) })
+				}
+			}),
+		})
+		if !errors.Is(err, stop) {
+			t.Fatalf("Run interrupted after %v = %v, want its cause", after, err)
+		}
+		if n := countEntries(t, work); n != 0 {
+			t.Errorf("work dir holds %d entries after an interrupted run", n)
+		}
+		if !refused(port) {
+			t.Errorf("registry still answers on port %d after an interrupted Run", port)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ package pull
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -74,6 +75,14 @@ type image struct {
 // directory is removed, and a registry Run started is stopped, before it
 // returns.
 func Run(ctx context.Context, c Config) (rows []record.PullRow, err error) {
+	defer func() {
+		// Interrupted: say why, whichever step saw it. An HTTP transfer's
+		// error names the cause (a signal, for coldstart pull); a check
+		// between two requests says only "context canceled".
+		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}()
 	if c.Iterations <= 0 {
 		c.Iterations = 1
 	}
