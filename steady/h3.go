@@ -58,7 +58,7 @@ func (h *h3Transport) caller(ctx context.Context, i int) (caller, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = int64(len(h.body))
-	return &h2cCaller{cc: h.ccs[i%len(h.ccs)], req: req, body: h.body, r: new(bodyReader), proto: H3}, nil
+	return &h2cCaller{cc: h.ccs[i%len(h.ccs)], req: req, body: h.body, proto: H3}, nil
 }
 
 func (h *h3Transport) close() {

@@ -387,7 +387,7 @@ func newH2C(ctx context.Context, t prober.Target, path string, conns int, payloa
 }
 
 func (h *h2cTransport) caller(ctx context.Context, i int) (caller, error) {
-	k := &h2cCaller{cc: h.conns[i%len(h.conns)], body: h.body, r: new(bodyReader), proto: h.proto}
+	k := &h2cCaller{cc: h.conns[i%len(h.conns)], body: h.body, proto: h.proto}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, nil)
 	if err != nil {
 		return nil, err
@@ -405,11 +405,6 @@ func (h *h2cTransport) close() {
 	h.tr.CloseIdleConnections()
 }
 
-// bodyReader is a request body reused from call to call.
-type bodyReader struct{ bytes.Reader }
-
-func (*bodyReader) Close() error { return nil }
-
 // roundTripper is one HTTP/2 or HTTP/3 connection.
 type roundTripper interface {
 	RoundTrip(*http.Request) (*http.Response, error)
@@ -419,16 +414,22 @@ type roundTripper interface {
 // connection.
 type h2cCaller struct {
 	cc    roundTripper
-	req   *http.Request
+	req   *http.Request // each call sends a copy
 	body  []byte
-	r     *bodyReader
 	proto Protocol
 }
 
+// call sends a request of its own with a body reader of its own: a
+// RoundTripper may go on reading the last request's body, and close it,
+// after that call's response came (net/http's contract allows it, and an
+// HTTP/2 or HTTP/3 client does it when the server answers before reading
+// the body to its end), so a reused one could lend part of the next body
+// to the last request: CI once saw an HTTP/3 request arrive truncated,
+// "decode body: unexpected EOF".
 func (k *h2cCaller) call(context.Context) error {
-	k.r.Reset(k.body)
-	k.req.Body = k.r
-	resp, err := k.cc.RoundTrip(k.req)
+	req := *k.req
+	req.Body = io.NopCloser(bytes.NewReader(k.body))
+	resp, err := k.cc.RoundTrip(&req)
 	if err != nil {
 		// "client conn not usable" here most often means the server does
 		// not speak HTTP/2 without TLS (prior knowledge) on this address.
