@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/serving/pkg/apis/autoscaling"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 
 	"github.com/coldstart-go/coldstart/internal/noise"
 	"github.com/coldstart-go/coldstart/prober"
@@ -93,21 +95,27 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 	rolls := map[string]*imageRoll{}
 	regs := pullRegistries{}
 	defer regs.close()
+	if i := slices.IndexFunc(c.Levers, Lever.isPull); i >= 0 {
+		if err := checkNodesHere(ctx, c.Clients, c.Levers[i]); err != nil {
+			return nil, err
+		}
+	}
 	for _, arm := range c.Arms {
 		measured = append(measured, arm)
+		var src v1.Image // arm's image for its pull levers, read once
 		for _, l := range c.Levers {
 			v := l.Variant(arm)
-			if err := c.checkVariant(ctx, arm, l); err != nil {
+			svc, err := c.checkVariant(ctx, arm, l)
+			if err != nil {
 				return nil, err
 			}
 			variants[v] = record.Variant{Of: c.leverBaseline(arm, l), Platform: []string{l.Sets}, Control: l.Control}
 			measured = append(measured, v)
-			if l.isPull() {
-				r, err := c.pullRoll(ctx, arm, l, regs)
-				if err != nil {
-					return nil, err
-				}
-				rolls[v] = r
+			if !l.isPull() {
+				continue
+			}
+			if rolls[v], err = c.pullRoll(ctx, arm, l, svc, &src, regs); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -155,50 +163,44 @@ func (c ColdStart) leverBaseline(arm string, l Lever) string {
 	return arm
 }
 
-// pullRoll prepares the rounds of arm's variant under the pull lever l:
-// the nodes must be this machine (they pull from its loopback), the
-// variant must start each new revision at zero, and the arm's image is
-// read once.
-func (c ColdStart) pullRoll(ctx context.Context, arm string, l Lever, regs pullRegistries) (*imageRoll, error) {
-	if err := checkNodesHere(ctx, c.Clients, l); err != nil {
-		return nil, err
-	}
-	name := c.NamePrefix + l.Variant(arm)
-	svc, err := c.Clients.Serving.Services(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("lever %s of arm %s: get service %s/%s: %w", l.Name, arm, c.Namespace, name, err)
-	}
+// pullRoll prepares the rounds of arm's variant svc under the pull lever
+// l: the variant must start each new revision at zero; *src is the arm's
+// image, read here the first time one of its pull levers needs it.
+func (c ColdStart) pullRoll(ctx context.Context, arm string, l Lever, svc *servingv1.Service, src *v1.Image, regs pullRegistries) (*imageRoll, error) {
 	if v := svc.Spec.Template.Annotations[autoscaling.InitialScaleAnnotationKey]; v != "0" {
 		return nil, fmt.Errorf("lever %s of arm %s: service %s/%s has initial-scale %q, so each new revision would start a pod, and pull its image, before the measured start: redeploy it with coldstart deploy --arms %s --lever %s",
-			l.Name, arm, c.Namespace, name, v, arm, l.Name)
+			l.Name, arm, c.Namespace, svc.Name, v, arm, l.Name)
 	}
-	src, err := pullSource(ctx, c.Clients, c.Namespace, c.NamePrefix+arm, c.PullImages[arm])
-	if err != nil {
-		return nil, fmt.Errorf("lever %s of arm %s: %w; give the arm's image as a file with --pull-image %s=PATH", l.Name, arm, err, arm)
+	if *src == nil {
+		img, err := pullSource(ctx, c.Clients, c.Namespace, c.NamePrefix+arm, c.PullImages[arm])
+		if err != nil {
+			return nil, fmt.Errorf("lever %s of arm %s: %w; give the arm's image as a file with --pull-image %s=PATH", l.Name, arm, err, arm)
+		}
+		*src = img
 	}
 	reg, err := regs.get(l.pullBandwidth())
 	if err != nil {
 		return nil, fmt.Errorf("lever %s: %w", l.Name, err)
 	}
-	return newImageRoll(c.Clients, c.Namespace, name, l, src, reg)
+	return newImageRoll(c.Clients, c.Namespace, svc.Name, l, *src, reg)
 }
 
 // checkVariant refuses to measure arm's variant under l unless its
 // Service is the one `coldstart deploy --lever` made for that arm and
 // lever: measuring another Service under the lever's name would put a
 // wrong label on a figure.
-func (c ColdStart) checkVariant(ctx context.Context, arm string, l Lever) error {
+func (c ColdStart) checkVariant(ctx context.Context, arm string, l Lever) (*servingv1.Service, error) {
 	name := c.NamePrefix + l.Variant(arm)
 	svc, err := c.Clients.Serving.Services(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("lever %s of arm %s: no service %s/%s: deploy it with coldstart deploy --arms %s --lever %s", l.Name, arm, c.Namespace, name, arm, l.Name)
+		return nil, fmt.Errorf("lever %s of arm %s: no service %s/%s: deploy it with coldstart deploy --arms %s --lever %s", l.Name, arm, c.Namespace, name, arm, l.Name)
 	}
 	if err != nil {
-		return fmt.Errorf("lever %s of arm %s: get service %s/%s: %w", l.Name, arm, c.Namespace, name, err)
+		return nil, fmt.Errorf("lever %s of arm %s: get service %s/%s: %w", l.Name, arm, c.Namespace, name, err)
 	}
 	if svc.Labels[LabelArm] != arm || svc.Labels[LabelLever] != l.Slug() {
-		return fmt.Errorf("lever %s of arm %s: service %s/%s is labelled arm %q, lever %q, not %q, %q: redeploy it with coldstart deploy --arms %s --lever %s",
+		return nil, fmt.Errorf("lever %s of arm %s: service %s/%s is labelled arm %q, lever %q, not %q, %q: redeploy it with coldstart deploy --arms %s --lever %s",
 			l.Name, arm, c.Namespace, name, svc.Labels[LabelArm], svc.Labels[LabelLever], arm, l.Slug(), arm, l.Name)
 	}
-	return nil
+	return svc, nil
 }

@@ -235,10 +235,11 @@ func (l Lever) apply(s *servingv1.Service) {
 // would refuse the Service with a less direct message), or a pull lever
 // where a new revision cannot start at zero.
 func checkLevers(ctx context.Context, c Clients, levers []Lever) error {
+	if i := slices.IndexFunc(levers, Lever.isPull); i >= 0 && !allowsZeroInitialScale(ctx, c) {
+		l := levers[i]
+		return fmt.Errorf("lever %s: each round's new revision must start no pod before its measured start (initial-scale 0), which Knative allows only with allow-zero-initial-scale: \"true\" in %s/config-autoscaler; set it", l.Name, KnativeNamespace)
+	}
 	for i, l := range levers {
-		if l.isPull() && !allowsZeroInitialScale(ctx, c) {
-			return fmt.Errorf("lever %s: each round's new revision must start no pod before its measured start (initial-scale 0), which Knative allows only with allow-zero-initial-scale: \"true\" in %s/config-autoscaler; set it", l.Name, KnativeNamespace)
-		}
 		if l.kind.name != "runtime" || slices.ContainsFunc(levers[:i], func(m Lever) bool { return m.Slug() == l.Slug() }) {
 			continue // another arm's variant under the same lever asked already
 		}
