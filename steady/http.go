@@ -424,8 +424,7 @@ type h2cCaller struct {
 // after that call's response came (net/http's contract allows it, and an
 // HTTP/2 or HTTP/3 client does it when the server answers before reading
 // the body to its end), so a reused one could lend part of the next body
-// to the last request: CI once saw an HTTP/3 request arrive truncated,
-// "decode body: unexpected EOF".
+// to the last request.
 func (k *h2cCaller) call(context.Context) error {
 	req := *k.req
 	req.Body = io.NopCloser(bytes.NewReader(k.body))

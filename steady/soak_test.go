@@ -57,9 +57,8 @@ func TestSoakCatchesLeak(t *testing.T) {
 	}
 	// Each whole window sends its schedule's calls, 400/s × 0.4 s = 160:
 	// counted, not divided by the window's wall time, which a busy machine
-	// stretches when the last call returns late (CI once: 160 calls in a
-	// window that read 0.52 s, "306 calls/s"). The last window may be cut
-	// short by the soak's end.
+	// stretches when the last call returns late. The last window may be
+	// cut short by the soak's end.
 	for i, r := range rows {
 		short := i < len(rows)-1 && math.Abs(float64(r.Calls)-160) > 32
 		if r.Scenario != SoakStep || r.Errors != 0 || r.RSSBytes == nil || r.ServerCPUUsPerCall == nil || short || r.Calls == 0 {

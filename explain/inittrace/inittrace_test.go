@@ -85,10 +85,9 @@ func TestRanksSlowInitFirst(t *testing.T) {
 	}
 	// The init times itself from its first statement to just before its
 	// print to stderr; the runtime's clock also holds that print and the
-	// return, which a busy machine can stretch by a millisecond or more
-	// (CI once: 32.5 ms [32, 35] against 31.3 self-timed). So explain's
-	// interval may begin up to 10% above the self-timed median, and must
-	// not end below it.
+	// return, which a busy machine can stretch by a millisecond or more.
+	// So explain's interval may begin up to 10% above the self-timed
+	// median, and must not end below it.
 	lo, hi := *top.CILoMs-0.1*selfMedian, *top.CIHiMs+top.ResolutionMs
 	if selfMedian < lo || selfMedian > hi {
 		t.Errorf("heavy init: explain says median %.3f ms, 95%% CI [%.3f, %.3f] + resolution %.3f; the init timed itself at median %.3f ms (runs %v)",
