@@ -95,7 +95,7 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 	rolls := map[string]*imageRoll{}
 	regs := pullRegistries{}
 	defer regs.close()
-	if i := slices.IndexFunc(c.Levers, Lever.isPull); i >= 0 {
+	if i := slices.IndexFunc(c.Levers, Lever.IsPull); i >= 0 {
 		if err := checkNodesHere(ctx, c.Clients, c.Levers[i]); err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 			}
 			variants[v] = record.Variant{Of: c.leverBaseline(arm, l), Platform: []string{l.Sets}, Control: l.Control}
 			measured = append(measured, v)
-			if !l.isPull() {
+			if !l.IsPull() {
 				continue
 			}
 			if rolls[v], err = c.pullRoll(ctx, arm, l, svc, &src, regs); err != nil {
@@ -152,11 +152,11 @@ func (c ColdStart) Run(ctx context.Context, rec func(prober.Sample) error) ([]re
 // against the cached variant, so that the pull's own cost stands apart
 // from a new revision's (both start a new revision every round).
 func (c ColdStart) leverBaseline(arm string, l Lever) string {
-	if !l.isPull() || l.value == pullCached {
+	if !l.IsPull() || l.value == pullCached {
 		return arm
 	}
 	for _, m := range c.Levers {
-		if m.isPull() && m.value == pullCached {
+		if m.IsPull() && m.value == pullCached {
 			return m.Variant(arm)
 		}
 	}

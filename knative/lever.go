@@ -235,7 +235,7 @@ func (l Lever) apply(s *servingv1.Service) {
 // would refuse the Service with a less direct message), or a pull lever
 // where a new revision cannot start at zero.
 func checkLevers(ctx context.Context, c Clients, levers []Lever) error {
-	if i := slices.IndexFunc(levers, Lever.isPull); i >= 0 && !allowsZeroInitialScale(ctx, c) {
+	if i := slices.IndexFunc(levers, Lever.IsPull); i >= 0 && !allowsZeroInitialScale(ctx, c) {
 		l := levers[i]
 		return fmt.Errorf("lever %s: each round's new revision must start no pod before its measured start (initial-scale 0), which Knative allows only with allow-zero-initial-scale: \"true\" in %s/config-autoscaler; set it", l.Name, KnativeNamespace)
 	}

@@ -33,8 +33,9 @@ const AnnotationRound = "coldstart-go.github.io/round"
 // each round, of an image pulled once.
 const pullCached = "cached"
 
-// isPull says l is a pull lever (pull=BANDWIDTH or pull=cached).
-func (l Lever) isPull() bool { return l.kind.name == "pull" }
+// IsPull says l is a pull lever (pull=BANDWIDTH or pull=cached), whose
+// rounds serve the arm's image (ColdStart.PullImages).
+func (l Lever) IsPull() bool { return l.kind.name == "pull" }
 
 // pullBandwidth is a pull lever's registry link cap (pull.Max for
 // pull=cached, whose image is served once, before the counted starts).

@@ -299,8 +299,11 @@ func (o *runOptions) pullImages() (map[string]string, error) {
 	if len(o.PullImages) == 0 {
 		return nil, nil
 	}
-	pulls := slices.ContainsFunc(o.Levers, func(l string) bool { return strings.HasPrefix(l, "pull=") })
-	if !o.Knative() || !pulls {
+	levers, err := knative.ParseLevers(o.Levers)
+	if err != nil {
+		return nil, fmt.Errorf("--lever: %w", err)
+	}
+	if !o.Knative() || !slices.ContainsFunc(levers, knative.Lever.IsPull) {
 		return nil, fmt.Errorf("--pull-image: only with --on knative and a --lever pull=BANDWIDTH or pull=cached, whose rounds serve it")
 	}
 	out := map[string]string{}
