@@ -289,6 +289,46 @@ type SoakSummary struct {
 	RSS       Trend   `json:"rss"`
 	P99       Trend   `json:"p99"`
 	Verdict   string  `json:"verdict"`
+	// Stop, for a soak that stops on precision (steady run --soak auto),
+	// says why it ended; nil for a soak of fixed length.
+	Stop *SoakStop `json:"stop,omitempty"`
+}
+
+// Why a soak that stops on precision ended (SoakStop.Reason).
+const (
+	SoakStopPrecision   = "precision"   // the RSS slope's interval was narrow enough
+	SoakStopMaxSoak     = "max-soak"    // the cap came first
+	SoakStopInterrupted = "interrupted" // the run was cancelled: the windows finished are kept
+	SoakStopFailed      = "failed"      // a window failed: the windows before it are kept
+)
+
+// SoakStop is why a soak that stops on precision ended, and where its RSS
+// slope stood then.
+type SoakStop struct {
+	Reason  string `json:"reason"`
+	Windows int    `json:"windows"`
+	// MaxSeconds is the cap (--max-soak).
+	MaxSeconds float64 `json:"max_seconds"`
+	// HalfWidthPerHour is the RSS slope's 95% interval half-width, in
+	// bytes/h, at the stop (nil before it had an interval); Target is the
+	// half-width the soak stops at.
+	HalfWidthPerHour *float64 `json:"rss_half_width_per_hour"`
+	TargetPerHour    float64  `json:"rss_target_half_width_per_hour"`
+}
+
+// String says why the soak stopped, for people.
+func (s SoakStop) String() string {
+	w := "no interval yet"
+	if s.HalfWidthPerHour != nil {
+		w = fmt.Sprintf("±%.2f MiB/h", *s.HalfWidthPerHour/(1<<20))
+	}
+	switch s.Reason {
+	case SoakStopPrecision:
+		return fmt.Sprintf("stopped after %d windows: the RSS slope known within %s (target ±%.2f MiB/h)", s.Windows, w, s.TargetPerHour/(1<<20))
+	case SoakStopMaxSoak:
+		return fmt.Sprintf("stopped at the cap (%.0f s, %d windows): the RSS slope known within %s, short of ±%.2f MiB/h", s.MaxSeconds, s.Windows, w, s.TargetPerHour/(1<<20))
+	}
+	return fmt.Sprintf("stopped after %d windows (%s): the RSS slope known within %s", s.Windows, s.Reason, w)
 }
 
 // Trend is the least-squares slope of one soak metric over time, per hour,

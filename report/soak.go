@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 
@@ -39,8 +40,13 @@ func (r *Report) soakSection(m *mdw, plots func(*Campaign, string)) {
 			continue
 		}
 		for _, s := range c.SoakSummaries {
-			m.p("- **%s** (%s) at %.0f calls/s for %.0f min, %d intervals, %d calls, %d errors: **%s**. RSS %s; p99 %s.\n",
-				s.Arm, s.Budget, s.RateReq, s.Seconds/60, s.Intervals, s.Calls, s.Errors, s.Verdict, s.RSS.Text, s.P99.Text)
+			m.p("- **%s** (%s) at %.0f calls/s for %s min, %d intervals, %d calls, %d errors: **%s**. RSS %s; p99 %s.",
+				s.Arm, s.Budget, s.RateReq, minutes(s.Seconds), s.Intervals, s.Calls, s.Errors, s.Verdict, s.RSS.Text, s.P99.Text)
+			if s.Stop != nil {
+				// --soak auto: how long it ran was the rule's choice.
+				m.p(" Soaked until precise: %s.", s.Stop)
+			}
+			m.p("\n")
 		}
 		if len(c.SoakSummaries) > 0 {
 			m.p("\n")
@@ -57,6 +63,17 @@ func (r *Report) soakSection(m *mdw, plots func(*Campaign, string)) {
 		m.table([]string{"arm", "interval", "at min", "calls/s", "p50 µs", "p99 µs", "p99.9 µs", "errors", "server CPU µs/call", "RSS", "PSS", "heap", "GC cycles"}, rows)
 		m.p("*%s* `%s`\n\n", provenanceLine(c), filepath.Base(c.File))
 	}
+}
+
+// minutes renders seconds as minutes: whole when within 0.05 of a whole
+// number (a soak of fixed length), else to a tenth (one that stopped on
+// precision).
+func minutes(sec float64) string {
+	m := sec / 60
+	if math.Abs(m-math.Round(m)) < 0.05 {
+		return fmt.Sprintf("%.0f", m)
+	}
+	return fmt.Sprintf("%.1f", m)
 }
 
 func floatOrEmpty(v *float64) string {

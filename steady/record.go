@@ -16,6 +16,8 @@ type (
 	SoakRow = record.SoakRow
 	// SoakSummary is a soak's trends and verdict.
 	SoakSummary = record.SoakSummary
+	// SoakStop is why a soak that stops on precision ended.
+	SoakStop = record.SoakStop
 	// Trend is the slope of one soak metric over time.
 	Trend = record.Trend
 	// Protocol is how the load reaches the server.
@@ -24,4 +26,12 @@ type (
 	Scenario = record.Scenario
 	// Client is the gRPC client library a gRPC step uses.
 	Client = record.Client
+)
+
+// Why a soak that stops on precision ended (SoakStop.Reason).
+const (
+	SoakStopPrecision   = record.SoakStopPrecision
+	SoakStopMaxSoak     = record.SoakStopMaxSoak
+	SoakStopInterrupted = record.SoakStopInterrupted
+	SoakStopFailed      = record.SoakStopFailed
 )

@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/coldstart-go/coldstart/internal/progress"
+	"github.com/coldstart-go/coldstart/internal/stats"
 )
 
 // SoakStep is the scenario of soak rows.
 const SoakStep Scenario = "soak"
 
 // RunSoak loads each arm (or the target) at cfg.Rate in open loop for
-// cfg.Soak, one window per cfg.SoakInterval, calling record with each
-// interval's row as it ends and summary with each server's trends at the
-// end. Each window's schedule starts when the previous window's last call
+// cfg.Soak (with cfg.SoakAuto, until the RSS slope is known precisely
+// enough, at most cfg.Soak), one window per cfg.SoakInterval, calling
+// record with each interval's row as it ends and summary with each
+// server's trends at the end. Each window's schedule starts when the previous window's last call
 // has returned and the server has been read (a few milliseconds); within a
 // window latency counts from each call's intended send time, so a stall
 // shows in the window it began in.
@@ -85,6 +87,14 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 	}
 	defer pr.close()
 	start = time.Now()
+	var stop *SoakStop
+	if cfg.SoakAuto {
+		target := cfg.soakTarget
+		if target == 0 {
+			target = rssTargetHalfWidth
+		}
+		stop = &SoakStop{Reason: SoakStopMaxSoak, MaxSeconds: cfg.Soak.Seconds(), TargetPerHour: target}
+	}
 	for i := 1; i <= n; i++ {
 		w := min(cfg.SoakInterval, cfg.Soak-time.Since(start))
 		if w < cfg.SoakInterval/2 && i > 1 {
@@ -103,13 +113,54 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 		if err != nil {
 			break
 		}
+		if stop != nil {
+			stop.Windows = i
+			stop.HalfWidthPerHour = rssHalfWidth(rows)
+			if i >= stats.MinAutoRounds && stop.HalfWidthPerHour != nil && *stop.HalfWidthPerHour <= stop.TargetPerHour {
+				stop.Reason = SoakStopPrecision
+				cfg.skipSteps(n - i)
+				break
+			}
+		}
+	}
+	if stop != nil && err != nil {
+		stop.Reason = SoakStopFailed
+		if ctx.Err() != nil {
+			stop.Reason = SoakStopInterrupted
+		}
 	}
 	if len(rows) > 0 {
-		if serr := summary(summarizeSoak(cfg, s, rows)); serr != nil && err == nil {
+		sum := summarizeSoak(cfg, s, rows)
+		sum.Stop = stop
+		if serr := summary(sum); serr != nil && err == nil {
 			err = serr
 		}
 	}
 	return err
+}
+
+// rssTargetHalfWidth is the RSS slope's interval half-width at which a
+// soak that stops on precision ends: half the material rate, so that the
+// interval is at most one material rate wide and cannot lie on both
+// sides of it by more than that.
+const rssTargetHalfWidth = rssMaterialPerHour / 2
+
+// rssHalfWidth is the half-width, in bytes/h, of the 95% interval of the
+// RSS slope over rows; nil while it has none (fewer than 3 readings).
+func rssHalfWidth(rows []SoakRow) *float64 {
+	var t, y []float64
+	for _, r := range rows {
+		if r.RSSBytes != nil {
+			t = append(t, r.AtSeconds)
+			y = append(y, float64(*r.RSSBytes))
+		}
+	}
+	_, lo, hi, ok := fitTrend(t, y)
+	if !ok {
+		return nil
+	}
+	hw := (hi - lo) / 2
+	return &hw
 }
 
 // soakIntervals is how many windows one server's soak is cut into: the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/internal/testservers"
 )
 
@@ -96,5 +97,78 @@ func TestFitTrend(t *testing.T) {
 	tr = newTrend("p99_us", "µs/h", ts, []float64{400, 300, 200, 100, 0}, 1, signedUs)
 	if tr.Verdict != Stable || !strings.HasPrefix(tr.Text, "stable (falling): -360.00 ms/h") {
 		t.Errorf("falling trend %+v", tr)
+	}
+}
+
+// TestSoakAuto soaks two real servers with SoakAuto, each capped at 8 s
+// of 400 ms windows: one that does not leak, against a target its slope
+// meets within the fewest windows (over seconds its RSS still climbs tens
+// of MiB/h as its heap settles: ±71 MiB/h after 6 windows, seen), and one
+// that leaks 128 KiB per call, against a target it cannot meet within
+// the cap (±99 MiB/h after 20 windows, seen). Each must end as the rule
+// says, checked against the half-width of every prefix of its own rows:
+// the first prefix of at least stats.MinAutoRounds rows within the target
+// ends the soak (precision), and a soak that reaches the cap had none
+// (max-soak).
+func TestSoakAuto(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two soaks of up to 8 seconds")
+	}
+	bin := testservers.Build(t)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		target float64 // bytes/h
+		want   string
+	}{
+		{"quiet", nil, 1 << 30, SoakStopPrecision},
+		{"leaky", []string{"-leak-per-call", "131072"}, 16 << 20, SoakStopMaxSoak},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arm := Arm{Name: tc.name, Path: bin, Args: append([]string{"-mode", "grpc", "-listen-port", "{port}"}, tc.args...)}
+			var rows []SoakRow
+			var sums []SoakSummary
+			cfg := Config{Arms: []Arm{arm}, Client: ClientLean, Rate: 400, Soak: 8 * time.Second, SoakInterval: 400 * time.Millisecond,
+				SoakAuto: true, soakTarget: tc.target, MaxInFlight: 16, Warmup: 3000}
+			err := RunSoak(context.Background(), cfg, func(r SoakRow) error { rows = append(rows, r); return nil }, func(s SoakSummary) error { sums = append(sums, s); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sums) != 1 || sums[0].Stop == nil {
+				t.Fatalf("%d summaries (%+v), want 1 with a stop", len(sums), sums)
+			}
+			st := *sums[0].Stop
+			t.Logf("%d rows; %s; RSS %s", len(rows), st, sums[0].RSS.Text)
+			for i := range rows {
+				if hw := rssHalfWidth(rows[:i+1]); hw != nil {
+					t.Logf("after %d rows: ±%.1f MiB/h", i+1, *hw/(1<<20))
+				}
+			}
+			first := 0 // the first prefix, of enough rows, within the target
+			for n := stats.MinAutoRounds; n <= len(rows); n++ {
+				if hw := rssHalfWidth(rows[:n]); hw != nil && *hw <= st.TargetPerHour {
+					first = n
+					break
+				}
+			}
+			switch st.Reason {
+			case SoakStopPrecision:
+				if first != len(rows) || st.Windows != len(rows) {
+					t.Errorf("stopped on precision after %d windows (%d rows); the first prefix within ±%.0f MiB/h has %d rows", st.Windows, len(rows), st.TargetPerHour/(1<<20), first)
+				}
+			case SoakStopMaxSoak:
+				if first != 0 || rows[len(rows)-1].AtSeconds < 7 {
+					t.Errorf("stopped at the cap after %.1f s; the first prefix within the target has %d rows (0 = none)", rows[len(rows)-1].AtSeconds, first)
+				}
+			default:
+				t.Errorf("reason %q", st.Reason)
+			}
+			if st.Reason != tc.want {
+				t.Errorf("reason %q, want %q", st.Reason, tc.want)
+			}
+			if sums[0].Intervals != len(rows) {
+				t.Errorf("summary counts %d intervals, rows %d", sums[0].Intervals, len(rows))
+			}
+		})
 	}
 }

@@ -92,6 +92,19 @@ type Config struct {
 	Soak time.Duration
 	// SoakInterval is the length of each soak row (0 = 1 minute).
 	SoakInterval time.Duration
+	// SoakAuto makes Soak a cap: each server's soak ends after the first
+	// window at which the slope of its RSS is known within half the rate
+	// that counts as drift on either side (the 95% interval's half-width at
+	// most 0.5 MiB/h), after at least stats.MinAutoRounds windows, or at
+	// Soak. It stops on the interval's width, never on where the slope
+	// lies, so it favours neither verdict. p99's trend is not waited for:
+	// over minutes its interval stays far wider than its material rate.
+	// The server's RSS must be known (a Target needs its PID).
+	SoakAuto bool
+	// soakTarget overrides the RSS slope half-width, in bytes/h, at which
+	// SoakAuto stops (0 = rssTargetHalfWidth): tests soak for seconds,
+	// where no slope is known to 0.5 MiB/h.
+	soakTarget float64
 	// WindowLimit bounds every closed-loop window in time, whatever its
 	// call count (0 = 10 minutes; a soak is bounded by Soak instead).
 	WindowLimit time.Duration
@@ -407,6 +420,16 @@ func (c Config) Validate() error {
 		if c.Rate <= 0 {
 			return optionf("Rate", "a soak needs an open-loop rate in calls per second")
 		}
+		if c.SoakAuto && c.Soak < stats.MinAutoRounds*iv {
+			return &OptionError{Option: "Soak", Fix: "SoakInterval",
+				Err: fmt.Errorf("%v caps a soak that stops on precision, shorter than its fewest windows (%d of %v); raise the cap or shorten the interval", c.Soak, stats.MinAutoRounds, iv)}
+		}
+		if c.SoakAuto && c.Target != nil && c.Target.PID == 0 {
+			return &OptionError{Option: "SoakAuto", Fix: "Target.PID",
+				Err: errors.New("a soak that stops on the precision of the RSS slope needs the server's RSS: give the target's PID, or a soak of fixed length")}
+		}
+	} else if c.SoakAuto {
+		return optionf("SoakAuto", "needs Soak, the longest the soak may run")
 	}
 	for _, a := range c.Arms {
 		if a.Path == "" {

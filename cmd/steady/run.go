@@ -67,6 +67,8 @@ type runOptions struct {
 	DebugAddr    string
 	AllowRemote  bool
 	Soak         time.Duration
+	SoakAuto     bool
+	MaxSoak      time.Duration
 	SoakInterval time.Duration
 	WindowLimit  time.Duration
 	// The user's own method (--call) with its requests, metadata and
@@ -98,7 +100,7 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 		Concurrency: list(d.Concurrency, strconv.Itoa), Conns: list(d.Conns, strconv.Itoa), Pipeline: list(d.Pipeline, strconv.Itoa),
 		Warmup: d.Warmup, Calls: d.Calls, Rounds: d.Rounds, Precision: stats.DefaultPrecision, MaxRounds: steady.DefaultMaxRounds, Confidence: d.Confidence, RampP99: d.RampP99, RampErrors: d.RampErrors,
 		MaxInFlight: d.MaxInFlight, HTTPPath: d.HTTPPath,
-		Client: string(d.Client), SoakInterval: d.SoakInterval, WindowLimit: d.WindowLimit,
+		Client: string(d.Client), SoakInterval: d.SoakInterval, MaxSoak: 10 * time.Minute, WindowLimit: d.WindowLimit,
 		Cluster: cliopts.NewCluster(),
 	}
 	cmd := &cobra.Command{
@@ -143,7 +145,9 @@ its types come from --protoset FILE, --proto FILE (-i DIRS for imports; compiled
 process) or the server's reflection service. Rows record the method and the metadata's
 keys (never values), and count failed calls by status code. --soak D --rate R loads one open-loop rate for D, one row per
 --soak-interval, and ends with the slope of RSS and p99 over time (95% interval) and a
-verdict: stable or drifting.
+verdict: stable or drifting. --soak auto ends once the RSS slope is known within ±0.5 MiB/h
+(half the +1 MiB/h that counts as a leak), after at least 6 rows, or at --max-soak; it
+stops on the interval's width, never on the verdict.
 
 --tls (or a grpcs://, https:// or h3:// --target) loads over TLS, as coldstart run probes:
 gRPC over TLS with either client, HTTP/1.1 as https, and HTTP/2 negotiated by ALPN
@@ -165,6 +169,7 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
   steady run --target 127.0.0.1:8080 --server-pid 4242 --scenario sequential,throughput
   steady run --target unix:///run/api.sock --protocol http1
   steady run --soak 10m --soak-interval 1m --rate 1000
+  steady run --soak auto --soak-interval 30s --rate 1000
   steady run --target 127.0.0.1:8079 --call /fgrpc.PingServer/Ping -d '{"payload": "hi"}' -m authorization=Bearer-x
   steady run --target grpcs://127.0.0.1:8443 --cacert ca.pem --client lean --reconnect-every 1000
   steady run --target h3://127.0.0.1:8443/echo --cacert ca.pem --conns 4 --streams-per-conn 8
@@ -211,7 +216,8 @@ after N calls on it, and rows count the TLS handshakes per second (tls_handshake
 	f.IntVar(&o.ServerPID, "server-pid", 0, "with --target: the server's PID (its listener), to meter its CPU and memory (0 = unknown: those columns are null)")
 	f.StringVar(&o.DebugAddr, "debug-addr", "", "with --target: where the server serves runtime metrics (/debug/runtime), for allocation per call and GC cycles")
 	f.BoolVar(&o.AllowRemote, "allow-remote", false, "with --target: allow an address that is not loopback")
-	f.DurationVar(&o.Soak, "soak", 0, "soak: one open-loop --rate for this long, a row per --soak-interval, then RSS and p99 trends (0 = no soak)")
+	f.Var(&cliopts.AutoDuration{D: &o.Soak, Auto: &o.SoakAuto}, "soak", "soak: one open-loop --rate for this long, a row per --soak-interval, then RSS and p99 trends (0 = no soak), or auto: until the RSS slope's 95% interval is within ±0.5 MiB/h, at least 6 rows, at most --max-soak")
+	f.DurationVar(&o.MaxSoak, "max-soak", o.MaxSoak, "--soak auto: the longest each server's soak runs, however wide the RSS slope's interval")
 	f.DurationVar(&o.SoakInterval, "soak-interval", o.SoakInterval, "soak: length of each row")
 	f.DurationVar(&o.WindowLimit, "window-limit", o.WindowLimit, "longest a closed-loop window may run, whatever --calls")
 	f.StringVar(&o.Call, "call", "", "load this gRPC method of yours, /pkg.Svc/Method (unary or server-streaming), instead of Echo (\"\" = Echo)")
@@ -282,6 +288,7 @@ var configFlags = map[string]string{
 	"MaxRounds":               "--max-rounds",
 	"Confidence":              "--confidence",
 	"Soak":                    "--soak",
+	"SoakAuto":                "--soak auto",
 	"SoakInterval":            "--soak-interval",
 	"WindowLimit":             "--window-limit",
 	"TLS":                     "--tls",
@@ -375,7 +382,7 @@ func (o *runOptions) sweepConfig(*cobra.Command) error {
 		}
 	case o.Ramp:
 		c.Scenarios = []steady.Scenario{steady.Ramp}
-	case o.Rate > 0 && o.Soak == 0:
+	case o.Rate > 0 && !o.soaking():
 		c.Scenarios = []steady.Scenario{steady.Open}
 	}
 	return nil
@@ -404,7 +411,7 @@ func (o *runOptions) loopConfig(*cobra.Command) error {
 	if o.MaxRounds < stats.MinAutoRounds {
 		return fmt.Errorf("--max-rounds: %d, want at least %d (the fewest rounds whose median has a 95%% interval: below it no step could stop on precision)", o.MaxRounds, stats.MinAutoRounds)
 	}
-	if o.AutoRounds && o.Soak != 0 {
+	if o.AutoRounds && o.soaking() {
 		return errors.New("--rounds auto: a --soak loads one open loop in --soak-interval rows, not rounds: there are none to stop on precision")
 	}
 	if o.AutoRounds && o.onlyRamp() {
@@ -476,16 +483,31 @@ func (o *runOptions) targetConfig(cmd *cobra.Command) error {
 	return nil
 }
 
+// soaking says whether the flags ask for a soak, of fixed length or auto.
+func (o *runOptions) soaking() bool { return o.Soak != 0 || o.SoakAuto }
+
 // soakConfig fills the soak's settings and the window limit.
 func (o *runOptions) soakConfig(cmd *cobra.Command) error {
 	c := &o.cfg
-	if o.Soak != 0 {
+	if o.soaking() {
 		if cmd.Flags().Changed("duration") || o.Ramp || o.Scenarios != "" {
 			return errors.New("--soak: runs its own open loop; --duration, --ramp and --scenario do not apply")
 		}
 		c.Soak, c.SoakInterval = o.Soak, o.SoakInterval
+		if o.SoakAuto {
+			if o.MaxSoak <= 0 {
+				return fmt.Errorf("--max-soak: %v, want a positive duration", o.MaxSoak)
+			}
+			if o.SoakInterval > 0 && o.MaxSoak < stats.MinAutoRounds*o.SoakInterval {
+				return fmt.Errorf("--max-soak: %v is shorter than %d soak intervals (%v), the fewest a soak stops on precision after; raise it or shorten --soak-interval", o.MaxSoak, stats.MinAutoRounds, o.SoakInterval)
+			}
+			c.Soak, c.SoakAuto = o.MaxSoak, true
+		}
 	} else if cmd.Flags().Changed("soak-interval") {
 		return errors.New("--soak-interval: only with --soak")
+	}
+	if cmd.Flags().Changed("max-soak") && !o.SoakAuto {
+		return errors.New("--max-soak: only with --soak auto (a soak of fixed length runs for --soak)")
 	}
 	if o.WindowLimit <= 0 {
 		return fmt.Errorf("--window-limit: %v, want a positive duration", o.WindowLimit)
@@ -779,6 +801,9 @@ func soak(ctx context.Context, cfg steady.Config, o *runOptions, rf *cliopts.Res
 			for _, s := range sums {
 				fmt.Fprintf(w, "\n%s %s: %s over %.0f s at %.0f calls/s (%d intervals, %d calls, %d errors)\n  RSS %s\n  p99 %s\n",
 					s.Arm, s.Budget, s.Verdict, s.Seconds, s.RateReq, s.Intervals, s.Calls, s.Errors, s.RSS.Text, s.P99.Text)
+				if s.Stop != nil {
+					fmt.Fprintf(w, "  %s\n", s.Stop)
+				}
 			}
 		}
 		return nil
