@@ -5,10 +5,15 @@
 # interleaved rounds, the prober cross-check and the verdict checks (A/A,
 # static vs upx, a known +2 ms), the image pull at 10/100/1000 Mbit/s (static
 # and upx, gzip and zstd, one and two layers), the prebound and snapshot arms
-# (and the JVM server default vs snapshot), a 10-minute soak, the Go runtime's
-# and grpc-go's levers as variants of the default arm; then PERFORMANCE.md and
-# the README's sample output, generated from exactly these files. About an
-# hour on 2 cores.
+# (and the JVM server default vs snapshot), a soak until its RSS slope is
+# known within ±0.5 MiB/h (at most 10 minutes), the Go runtime's and
+# grpc-go's levers as variants of the default arm; then PERFORMANCE.md and
+# the README's sample output, generated from exactly these files. About 45
+# minutes on 2 cores, with KNATIVE=1 an hour.
+#
+# The cold-start steps run until every median is known within PRECISION or
+# MAX_RUNS rounds (--runs auto); the soak until its RSS slope is known
+# (--soak auto). RUNS=20 SOAK=10m measure fixed counts instead.
 #
 # Publication is mechanical:
 #   - a tree with uncommitted changes is refused: every file comes from one
@@ -22,19 +27,41 @@
 # results file records what else ran during each window.
 #
 #   scripts/campaign.sh                      # writes results/<ts>_*.jsonl, the manifest, PERFORMANCE.md
-#   RUNS=5 CALLS=5000 ROUNDS=3 CAMPAIGNS=5 scripts/campaign.sh   # a quick look
+#   RUNS=6 CALLS=5000 ROUNDS=3 CAMPAIGNS=5 SOAK=2m scripts/campaign.sh   # a quick look
 #   KNATIVE=1 scripts/campaign.sh            # with scale-from-zero on a real single-node Knative
+#   PUBLISH=0 scripts/campaign.sh            # results and manifest only; PERFORMANCE.md stays
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-RUNS=${RUNS:-20}
+RUNS=${RUNS:-auto}
+PRECISION=${PRECISION:-0.03}
+MAX_RUNS=${MAX_RUNS:-30}
 CALLS=${CALLS:-20000}
 ROUNDS=${ROUNDS:-6}
 CAMPAIGNS=${CAMPAIGNS:-20}
 BUDGETS=${BUDGETS:-cpus=0;cpus=0-1;cores=0.5}
 ARMS=${ARMS:-default,static,upx,pgo,image}
 PULL_RUNS=${PULL_RUNS:-5}
-SOAK=${SOAK:-10m}
+SOAK=${SOAK:-auto}
+SOAK_INTERVAL=${SOAK_INTERVAL:-30s}
+MAX_SOAK=${MAX_SOAK:-10m}
+
+# runs are the cold-start steps' count flags: a fixed RUNS, or rounds until
+# each median is known within PRECISION, at most MAX_RUNS.
+runs=(-n "$RUNS")
+if [ "$RUNS" = auto ]; then
+	runs+=(--precision "$PRECISION" --max-runs "$MAX_RUNS")
+fi
+soak=(--soak "$SOAK" --soak-interval "$SOAK_INTERVAL")
+if [ "$SOAK" = auto ]; then
+	soak+=(--max-soak "$MAX_SOAK")
+fi
+# The bench tools take a number of runs (explain's traced starts, the
+# cross-check prober's): with RUNS=auto, the campaign's former 20.
+fixed_runs=$RUNS
+if [ "$RUNS" = auto ]; then
+	fixed_runs=20
+fi
 
 clean() {
 	if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -67,19 +94,23 @@ done
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cmds=()
+secs=()
 step() {
 	cmds+=("$*")
 	echo "+ $*" >&2
+	local t0=$SECONDS
 	"$@"
+	secs+=($((SECONDS - t0)))
+	echo "campaign: $((SECONDS - t0)) s" >&2
 	same_commit
 }
 
-step "$bin/coldstart" run -n "$RUNS" --arms "$ARMS" --budget "$BUDGETS" \
+step "$bin/coldstart" run "${runs[@]}" --arms "$ARMS" --budget "$BUDGETS" \
 	--poll-interval knative-queue-proxy,knative-activator,kubelet-min --results-dir "$out"
 step "$bin/coldstart" density --instances 8 --arms "$ARMS" --results-dir "$out"
 step "$bin/steady" run --arms "$ARMS" --budget "$BUDGETS" --protocol grpc,http1 --rounds "$ROUNDS" \
 	--scenario sequential,throughput,stream --concurrency 1,32 --calls "$CALLS" --results-dir "$out"
-step "$bin/crosscheck" -n "$RUNS" -arms default,static,upx --results-dir "$out"
+step "$bin/crosscheck" -n "$fixed_runs" -arms default,static,upx --results-dir "$out"
 step "$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs 10 -experiments aa,upx,sleep --results-dir "$out"
 step "$bin/coldstart" pull --arms static,upx --bandwidth 10Mbit,100Mbit,1Gbit --compression gzip,zstd \
 	--layers single,split -n "$PULL_RUNS" --results-dir "$out"
@@ -87,17 +118,17 @@ step "$bin/coldstart" pull --arms static,upx --bandwidth 10Mbit,100Mbit,1Gbit --
 # The start arms: prebound and snapshot beside the builds they
 # start, their density, the JVM server (examples/jvm, compiled here) default
 # vs snapshot over HTTP, and what criu's kernel-feature cache is worth.
-step "$bin/coldstart" run -n "$RUNS" --arms default,static,prebound,snapshot --snapshot-warmup 100 \
+step "$bin/coldstart" run "${runs[@]}" --arms default,static,prebound,snapshot --snapshot-warmup 100 \
 	--budget "cpus=0;cores=0.5" --results-dir "$out"
 step "$bin/coldstart" density --instances 8 --arms default,snapshot --snapshot-warmup 100 --results-dir "$out"
 javac -d "$bin/jvm" examples/jvm/Echo.java
-step "$bin/coldstart" run -n "$RUNS" --bin "$(readlink -f "$(command -v java)")" --arms default,snapshot \
+step "$bin/coldstart" run "${runs[@]}" --bin "$(readlink -f "$(command -v java)")" --arms default,snapshot \
 	--snapshot-warmup 100 --probe http:///healthz --results-dir "$out" -- -XX:-UsePerfData -cp "$bin/jvm" Echo
-step "$bin/criukdat" -n "$RUNS" -results-dir "$out"
-# The soak: one open-loop rate held for SOAK, the server on CPU 0
-# and the lean generator on CPU 1; the report plots it and says stable or
-# drifting.
-step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interval 1m --rate 1000 \
+step "$bin/criukdat" -n "$fixed_runs" -results-dir "$out"
+# The soak: one open-loop rate held until the RSS slope is known (SOAK),
+# the server on CPU 0 and the lean generator on CPU 1; the report plots it
+# and says stable or drifting.
+step "$bin/steady" run --arms default --client lean "${soak[@]}" --rate 1000 \
 	--pin-server 0 --pin-generator 1 --results-dir "$out"
 # The levers a service owner reaches (report: Settings worth setting),
 # each a variant of the default arm set against it in the same rounds:
@@ -109,9 +140,9 @@ step "$bin/steady" run --arms default --client lean --soak "$SOAK" --soak-interv
 # with 1 and 8 connections. Each step carries a control (the arm under
 # another name, or its own default set explicitly), so that the report
 # can mark the levers of a step whose control did not come out "~".
-step "$bin/coldstart" run -n "$RUNS" --arms default --budget "max;cores=1;cores=0.5" --sweep env.GOGC=50,200,off \
+step "$bin/coldstart" run "${runs[@]}" --arms default --budget "max;cores=1;cores=0.5" --sweep env.GOGC=50,200,off \
 	--variant default.ctl:control --results-dir "$out"
-step "$bin/coldstart" run -n "$RUNS" --bin "slowinit=$bin/slowinit" --budget "max;cores=1" \
+step "$bin/coldstart" run "${runs[@]}" --bin "slowinit=$bin/slowinit" --budget "max;cores=1" \
 	--sweep slowinit:env.GOGC=50,200,off --variant slowinit.ctl:control --results-dir "$out"
 step "$bin/coldstart" density --instances 16 --arms default --budget mem=32Mi \
 	--variant default.memlimit26:env.GOMEMLIMIT=26MiB --variant default.ctl:control --results-dir "$out"
@@ -124,11 +155,12 @@ step "$bin/steady" run --arms default --budget "cpus=0;cores=2" --sweep arg.--nu
 	--scenario throughput --concurrency 32 --conns 1,8 --rounds "$ROUNDS" --duration 1s --results-dir "$out"
 # Where the start goes: per-package init and the phases, traced
 # runs kept apart from the timed ones above.
-step "$bin/coldstart" explain -n "$RUNS" --arms default,static,upx --results-dir "$out"
+step "$bin/coldstart" explain -n "$fixed_runs" --arms default,static,upx --results-dir "$out"
 # Scale-from-zero on a real single-node Knative, with KNATIVE=1:
 # opt-in, as root, the first build of the stack takes ~30 min (cached after).
 if [ -n "${KNATIVE:-}" ]; then
-	step env RESULTS_DIR="$out" bash scripts/knative-e2e.sh
+	# Knative's runs are fixed: --runs auto is --on local's.
+	step env RESULTS_DIR="$out" RUNS="${KNATIVE_RUNS:-10}" bash scripts/knative-e2e.sh
 fi
 # The load generators side by side on one pinned server; their
 # rows are bench/README.md's table, not the report's, so they go straight
@@ -149,7 +181,7 @@ manifest="results/${ts}_manifest.json"
 		printf '%s    "%s"' "$sep" "$(printf '%s' "${c//$bin\//}" | sed 's/\\/\\\\/g; s/"/\\"/g')"
 		sep=$',\n'
 	done
-	printf '\n  ],\n  "files": [\n'
+	printf '\n  ],\n  "step_seconds": [%s],\n  "files": [\n' "$(IFS=,; echo "${secs[*]}")"
 	sep=""
 	for f in $files; do
 		printf '%s    "%s"' "$sep" "$f"
@@ -157,6 +189,10 @@ manifest="results/${ts}_manifest.json"
 	done
 	printf '\n  ]\n}\n'
 } >"$manifest"
+if [ "${PUBLISH:-1}" = 0 ]; then
+	echo "campaign: $(echo $files) -> $manifest (PUBLISH=0: PERFORMANCE.md and docs/published.json unchanged)" >&2
+	exit 0
+fi
 cp "$manifest" docs/published.json
 
 # PERFORMANCE.md, its plots and the README's generated blocks, from the
