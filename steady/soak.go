@@ -17,10 +17,10 @@ const SoakStep Scenario = "soak"
 // cfg.Soak (with cfg.SoakAuto, until the RSS slope is known precisely
 // enough, at most cfg.Soak), one window per cfg.SoakInterval, calling
 // record with each interval's row as it ends and summary with each
-// server's trends at the end. Each window's schedule starts when the previous window's last call
-// has returned and the server has been read (a few milliseconds); within a
-// window latency counts from each call's intended send time, so a stall
-// shows in the window it began in.
+// server's trends at the end. Each window's schedule starts when the
+// previous window's last call has returned and the server has been read
+// (a few milliseconds); within a window latency counts from each call's
+// intended send time, so a stall shows in the window it began in.
 func RunSoak(ctx context.Context, cfg Config, record func(SoakRow) error, summary func(SoakSummary) error) error {
 	if cfg.Soak <= 0 {
 		return optionf("Soak", "%v, want a positive duration", cfg.Soak)
