@@ -8,8 +8,8 @@
 # (and the JVM server default vs snapshot), a soak until its RSS slope is
 # known within ±0.5 MiB/h (at most 10 minutes), the Go runtime's and
 # grpc-go's levers as variants of the default arm; then PERFORMANCE.md and
-# the README's sample output, generated from exactly these files. About 45
-# minutes on 2 cores, with KNATIVE=1 an hour.
+# the README's sample output, generated from exactly these files. About 34
+# minutes on 2 cores, 46 with KNATIVE=1.
 #
 # The cold-start steps run until every median is known within PRECISION or
 # MAX_RUNS rounds (--runs auto); the soak until its RSS slope is known
