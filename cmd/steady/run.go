@@ -288,7 +288,7 @@ var configFlags = map[string]string{
 	"MaxRounds":               "--max-rounds",
 	"Confidence":              "--confidence",
 	"Soak":                    "--soak",
-	"SoakAuto":                "--soak auto",
+	"SoakAuto":                "--soak",
 	"SoakInterval":            "--soak-interval",
 	"WindowLimit":             "--window-limit",
 	"TLS":                     "--tls",
