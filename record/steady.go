@@ -318,17 +318,17 @@ type SoakStop struct {
 
 // String says why the soak stopped, for people.
 func (s SoakStop) String() string {
-	w := "no interval yet"
+	w := "has no interval yet"
 	if s.HalfWidthPerHour != nil {
-		w = fmt.Sprintf("±%.2f MiB/h", *s.HalfWidthPerHour/(1<<20))
+		w = fmt.Sprintf("known within ±%.2f MiB/h", *s.HalfWidthPerHour/(1<<20))
 	}
 	switch s.Reason {
 	case SoakStopPrecision:
-		return fmt.Sprintf("stopped after %d windows: the RSS slope known within %s (target ±%.2f MiB/h)", s.Windows, w, s.TargetPerHour/(1<<20))
+		return fmt.Sprintf("stopped after %d windows: the RSS slope %s (target ±%.2f MiB/h)", s.Windows, w, s.TargetPerHour/(1<<20))
 	case SoakStopMaxSoak:
-		return fmt.Sprintf("stopped at the cap (%.0f s, %d windows): the RSS slope known within %s, short of ±%.2f MiB/h", s.MaxSeconds, s.Windows, w, s.TargetPerHour/(1<<20))
+		return fmt.Sprintf("stopped at the cap (%.0f s, %d windows): the RSS slope %s, short of ±%.2f MiB/h", s.MaxSeconds, s.Windows, w, s.TargetPerHour/(1<<20))
 	}
-	return fmt.Sprintf("stopped after %d windows (%s): the RSS slope known within %s", s.Windows, s.Reason, w)
+	return fmt.Sprintf("stopped after %d windows (%s): the RSS slope %s", s.Windows, s.Reason, w)
 }
 
 // Trend is the least-squares slope of one soak metric over time, per hour,

@@ -113,20 +113,23 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 		if err != nil {
 			break
 		}
-		if stop != nil {
-			stop.Windows = i
-			stop.HalfWidthPerHour = rssHalfWidth(rows)
-			if i >= stats.MinAutoRounds && stop.HalfWidthPerHour != nil && *stop.HalfWidthPerHour <= stop.TargetPerHour {
+		if stop != nil && i >= stats.MinAutoRounds {
+			if hw := rssHalfWidth(rows); hw != nil && *hw <= stop.TargetPerHour {
 				stop.Reason = SoakStopPrecision
 				cfg.skipSteps(n - i)
 				break
 			}
 		}
 	}
-	if stop != nil && err != nil {
-		stop.Reason = SoakStopFailed
-		if ctx.Err() != nil {
-			stop.Reason = SoakStopInterrupted
+	if stop != nil {
+		// Counted from the rows kept: a window cut short by an error may
+		// still have recorded its row.
+		stop.Windows, stop.HalfWidthPerHour = len(rows), rssHalfWidth(rows)
+		if err != nil {
+			stop.Reason = SoakStopFailed
+			if ctx.Err() != nil {
+				stop.Reason = SoakStopInterrupted
+			}
 		}
 	}
 	if len(rows) > 0 {

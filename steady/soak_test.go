@@ -2,6 +2,7 @@ package steady
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -170,5 +171,40 @@ func TestSoakAuto(t *testing.T) {
 				t.Errorf("summary counts %d intervals, rows %d", sums[0].Intervals, len(rows))
 			}
 		})
+	}
+}
+
+// TestSoakAutoInterrupted: a soak that stops on precision, cancelled
+// after its third window, keeps the three and says it was interrupted.
+func TestSoakAutoInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a soak of about 1.5 seconds")
+	}
+	arm := Arm{Name: "leaky", Path: testservers.Build(t), Args: []string{"-mode", "grpc", "-listen-port", "{port}", "-leak-per-call", "65536"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rows []SoakRow
+	var sums []SoakSummary
+	cfg := Config{Arms: []Arm{arm}, Client: ClientLean, Rate: 200, Soak: 8 * time.Second, SoakInterval: 400 * time.Millisecond,
+		SoakAuto: true, MaxInFlight: 16, Warmup: 200}
+	err := RunSoak(ctx, cfg, func(r SoakRow) error {
+		rows = append(rows, r)
+		if len(rows) == 3 {
+			cancel()
+		}
+		return nil
+	}, func(s SoakSummary) error { sums = append(sums, s); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunSoak = %v, want context.Canceled", err)
+	}
+	if len(rows) != 3 || len(sums) != 1 || sums[0].Stop == nil {
+		t.Fatalf("%d rows, summaries %+v; want 3 rows and one summary with a stop", len(rows), sums)
+	}
+	st := sums[0].Stop
+	if st.Reason != SoakStopInterrupted || st.Windows != 3 || sums[0].Intervals != 3 || st.HalfWidthPerHour == nil {
+		t.Errorf("stop %+v over %d intervals, want interrupted after 3, with the 3 rows' half-width", st, sums[0].Intervals)
+	}
+	if s := st.String(); !strings.HasPrefix(s, "stopped after 3 windows (interrupted): the RSS slope known within ±") {
+		t.Errorf("Stop.String() = %q", s)
 	}
 }
