@@ -121,20 +121,25 @@ func soakServer(ctx context.Context, cfg Config, s *server, record func(SoakRow)
 			}
 		}
 	}
-	if stop != nil {
-		// Counted from the rows kept: a window cut short by an error may
-		// still have recorded its row.
-		stop.Windows, stop.HalfWidthPerHour = len(rows), rssHalfWidth(rows)
-		if err != nil {
-			stop.Reason = SoakStopFailed
-			if ctx.Err() != nil {
-				stop.Reason = SoakStopInterrupted
-			}
-		}
-	}
 	if len(rows) > 0 {
 		sum := summarizeSoak(cfg, s, rows)
-		sum.Stop = stop
+		if stop != nil {
+			// Counted from the rows kept (a window cut short by an error
+			// may still have recorded its row), with the half-width of
+			// the summary's own RSS interval.
+			stop.Windows = len(rows)
+			if sum.RSS.Verdict != Unknown {
+				hw := (sum.RSS.Hi - sum.RSS.Lo) / 2
+				stop.HalfWidthPerHour = &hw
+			}
+			if err != nil {
+				stop.Reason = SoakStopFailed
+				if ctx.Err() != nil {
+					stop.Reason = SoakStopInterrupted
+				}
+			}
+			sum.Stop = stop
+		}
 		if serr := summary(sum); serr != nil && err == nil {
 			err = serr
 		}
@@ -151,19 +156,24 @@ const rssTargetHalfWidth = rssMaterialPerHour / 2
 // rssHalfWidth is the half-width, in bytes/h, of the 95% interval of the
 // RSS slope over rows; nil while it has none (fewer than 3 readings).
 func rssHalfWidth(rows []SoakRow) *float64 {
-	var t, y []float64
-	for _, r := range rows {
-		if r.RSSBytes != nil {
-			t = append(t, r.AtSeconds)
-			y = append(y, float64(*r.RSSBytes))
-		}
-	}
-	_, lo, hi, ok := fitTrend(t, y)
+	_, lo, hi, ok := fitTrend(rssSeries(rows))
 	if !ok {
 		return nil
 	}
 	hw := (hi - lo) / 2
 	return &hw
+}
+
+// rssSeries is the rows' RSS readings (bytes) and when each was taken
+// (seconds from the soak's start), leaving out rows without one.
+func rssSeries(rows []SoakRow) (t, rss []float64) {
+	for _, r := range rows {
+		if r.RSSBytes != nil {
+			t = append(t, r.AtSeconds)
+			rss = append(rss, float64(*r.RSSBytes))
+		}
+	}
+	return t, rss
 }
 
 // soakIntervals is how many windows one server's soak is cut into: the
@@ -189,15 +199,12 @@ const (
 
 func summarizeSoak(cfg Config, s *server, rows []SoakRow) SoakSummary {
 	sum := SoakSummary{Arm: s.arm, Budget: s.budget, RateReq: cfg.Rate, Intervals: len(rows)}
-	var t, rss, tp, p99 []float64
+	t, rss := rssSeries(rows)
+	var tp, p99 []float64
 	for _, r := range rows {
 		sum.Calls += r.Calls
 		sum.Errors += r.Errors
 		sum.Seconds = r.AtSeconds
-		if r.RSSBytes != nil {
-			t = append(t, r.AtSeconds)
-			rss = append(rss, float64(*r.RSSBytes))
-		}
 		if r.Calls > 0 {
 			tp = append(tp, r.AtSeconds)
 			p99 = append(p99, r.P99Us)
