@@ -137,6 +137,24 @@ func (b Budget) GOMAXPROCS() int {
 	return n
 }
 
+// CPULimit is how many CPUs' worth of time a process inside b can use at
+// most: the CPUs it may run on (b.CPUs, or this process's affinity when b
+// sets none), lowered to b.Cores by a CPU quota. A server's CPU use set
+// against it says whether a load saturated the server (see
+// record.SteadyRow.ServerCPUShare). 0 when neither is known.
+func (b Budget) CPULimit() float64 {
+	n := float64(len(b.CPUs))
+	if n == 0 {
+		if allowed, err := AllowedCPUs(); err == nil {
+			n = float64(len(allowed))
+		}
+	}
+	if b.Cores > 0 && (n == 0 || b.Cores < n) {
+		n = b.Cores
+	}
+	return n
+}
+
 // Flag is the flag name that usage errors from Parse name.
 const Flag = "--budget"
 

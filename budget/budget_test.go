@@ -232,6 +232,27 @@ func TestGOMAXPROCS(t *testing.T) {
 	}
 }
 
+func TestCPULimit(t *testing.T) {
+	n := float64(len(allowed(t)))
+	tests := []struct {
+		b    Budget
+		want float64
+	}{
+		{Budget{}, n},
+		{Budget{CPUs: []int{0}}, 1},
+		{Budget{Cores: 0.5}, 0.5},
+		{Budget{CPUs: []int{0, 1}, Cores: 1.5}, 1.5},
+		{Budget{CPUs: []int{0}, Cores: 1.5}, 1},
+		{Budget{Cores: 100}, n},
+		{Budget{MemBytes: 1 << 30}, n},
+	}
+	for _, tt := range tests {
+		if got := tt.b.CPULimit(); got != tt.want {
+			t.Errorf("%s.CPULimit() = %g, want %g", tt.b, got, tt.want)
+		}
+	}
+}
+
 // FuzzParse: Parse never panics; a list it accepts renders (String) to a
 // list it reads back to the same budgets, and its errors are usage errors
 // naming --budget's grammar.

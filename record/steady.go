@@ -68,8 +68,16 @@ type SteadyRow struct {
 	// never 0.
 	ServerCPUUsPerCall *float64 `json:"server_cpu_us_per_call"`
 	ClientCPUUsPerCall float64  `json:"client_cpu_us_per_call"`
-	AllocBytesPerCall  *float64 `json:"alloc_bytes_per_call,omitempty"`
-	GCCycles           *uint64  `json:"gc_cycles,omitempty"`
+	// ServerCPULimit is the CPUs' worth of time the server could use: its
+	// budget's CPU set or quota, or the host's CPUs, and no more than its
+	// GOMAXPROCS when known (0 = unknown: a target's). ServerCPUShare is
+	// the server's CPU time over the window as a share of it (in a row of
+	// medians, their median over the rounds); nil when either is unknown.
+	// See LoadBound.
+	ServerCPULimit    float64  `json:"server_cpu_limit,omitempty" render:"-"`
+	ServerCPUShare    *float64 `json:"server_cpu_share,omitempty" render:"-"`
+	AllocBytesPerCall *float64 `json:"alloc_bytes_per_call,omitempty"`
+	GCCycles          *uint64  `json:"gc_cycles,omitempty"`
 	// GCCPUUsPerCall is the garbage collector's CPU per call, as the
 	// server's runtime estimates it (/cpu/classes/gc/total:cpu-seconds),
 	// when it serves runtime metrics that hold it.
@@ -139,6 +147,38 @@ type SteadyRow struct {
 	// Variant is what makes the arm a variant (zero for any other); its
 	// rows are set against its own arm's rounds.
 	Variant
+}
+
+// LoadBoundShare is the share of its CPU limit below which a server that a
+// closed loop kept busy did not set the pace: a Go server that is the
+// bottleneck uses ~95% or more of its CPU set or quota.
+const LoadBoundShare = 0.9
+
+// LoadBound reports whether r is a closed-loop step meant to find the
+// server's capacity (throughput or stream, more than one call in flight)
+// that left the server below LoadBoundShare of its CPU limit: then its
+// calls/s is the limit of the load (the generator's CPU, the
+// connections, waits), not the server's, and a difference in calls/s
+// between such rows is a difference of the whole loop, client included.
+// Server CPU per call is the server's own either way.
+func (r SteadyRow) LoadBound() bool {
+	return (r.Scenario == "throughput" || r.Scenario == "stream") && r.Concurrency > 1 && r.RateReq == 0 &&
+		r.ServerCPUShare != nil && *r.ServerCPUShare < LoadBoundShare
+}
+
+// LoadBoundText says why r is LoadBound ("" when it is not): "the server
+// used 62% of its 1 CPU, the generator 0.91 CPUs: calls/s is the load's
+// limit, not the server's".
+func (r SteadyRow) LoadBoundText() string {
+	if !r.LoadBound() {
+		return ""
+	}
+	unit := "CPUs"
+	if r.ServerCPULimit == 1 {
+		unit = "CPU"
+	}
+	return fmt.Sprintf("the server used %.0f%% of its %g %s, the generator %.2f CPUs: calls/s is the load's limit, not the server's",
+		100**r.ServerCPUShare, r.ServerCPULimit, unit, r.CallsPerS*r.ClientCPUUsPerCall/1e6)
 }
 
 // CPUVsBaseline is a step row's server CPU per call over its rounds

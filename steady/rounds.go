@@ -501,6 +501,11 @@ func SummarizeRounds(rs []Row, confidence float64) Row {
 	}
 	cpu := col(func(r Row) (float64, bool) { return deref(r.ServerCPUUsPerCall) })
 	out.ServerCPUUsPerCall, out.ServerCPUUsPerCallCI = medPtr(cpu, med), ci(cpu)
+	out.ServerCPUShare = medPtr(col(func(r Row) (float64, bool) { return deref(r.ServerCPUShare) }), med)
+	out.ServerCPULimit = 0
+	for _, r := range rs {
+		out.ServerCPULimit = max(out.ServerCPULimit, r.ServerCPULimit)
+	}
 	out.AllocBytesPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.AllocBytesPerCall) }), med)
 	out.GCCPUUsPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.GCCPUUsPerCall) }), med)
 	out.PeakRSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PeakRSSBytes) }), med)

@@ -705,7 +705,7 @@ func startArm(ctx context.Context, cfg Config, p *pin, a Arm, b budget.Budget) (
 			return nil, fmt.Errorf("arm %s: HTTP/3 at udp://%s: %w", a.Name, ad.http.Address, err)
 		}
 	}
-	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cleanup: cleanup, metered: true}
+	s := &server{arm: a.Name, inst: inst, addrs: ad, budget: b.String(), cpuLimit: b.CPULimit(), cleanup: cleanup, metered: true}
 	if cfg.Call != nil {
 		if s.call, err = resolveCall(ctx, cfg.Call, ad.grpc, "", cfg.TLS); err != nil {
 			return nil, fmt.Errorf("arm %s: %w", a.Name, err)
@@ -731,6 +731,9 @@ type server struct {
 	cleanup []func()
 	// metered: inst.PID() is the server's process, read from /proc.
 	metered bool
+	// cpuLimit is the CPUs' worth of time its budget lets it use (0 =
+	// unknown): Row.ServerCPUShare is its CPU use against it.
+	cpuLimit float64
 	// authority is the gRPC :authority ("" = the address).
 	authority string
 	// pods counts the server's instances (nil = one process, not counted).

@@ -312,6 +312,13 @@ func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row 
 		h := after.rt.HeapBytes
 		r.GoMaxProcs, r.HeapBytes = after.rt.GoMaxProcs, &h
 	}
+	if lim := s.cpuLimit; lim > 0 && r.ServerCPUUsPerCall != nil && r.Seconds > 0 {
+		if r.GoMaxProcs > 0 {
+			lim = min(lim, float64(r.GoMaxProcs))
+		}
+		share := *r.ServerCPUUsPerCall * float64(r.Calls) / 1e6 / r.Seconds / lim
+		r.ServerCPULimit, r.ServerCPUShare = lim, &share
+	}
 	if !after.at.IsZero() && s.metered {
 		// A failed read stays nil (null, not a made-up 0); so does a
 		// reading /proc could not complete (Mem.Valid).

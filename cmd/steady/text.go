@@ -53,6 +53,9 @@ func writeStepText(w io.Writer, rows, rounds []steady.Row, base string, confiden
 		if line := stepVerdicts(step, base); line != "" {
 			fmt.Fprintln(w, cliopts.Wrap(line, textWidth, "  "))
 		}
+		if line := loadBoundLine(step); line != "" {
+			fmt.Fprintln(w, cliopts.Wrap(line, textWidth, "  "))
+		}
 	}
 	if lines := protocolVerdicts(rows, rounds, confidence); len(lines) > 0 {
 		fmt.Fprintln(w)
@@ -123,6 +126,9 @@ func protocolVerdicts(rows, rounds []steady.Row, confidence float64) []string {
 			none := noCI(x)
 			calls := record.NewVsBaselineRounds(string(y.Protocol), rx[0], ry[0], stats.MoreIsFaster, confidence, stats.DefaultMinEffect)
 			line := fmt.Sprintf("%s: %s vs %s calls/s %s", where, x.Protocol, y.Protocol, cliopts.VsText(calls, none))
+			if x.LoadBound() || y.LoadBound() {
+				line += " (load-bound)"
+			}
 			if len(rx[1]) > 0 && len(ry[1]) > 0 {
 				cpu := record.NewVsBaselineRounds(string(y.Protocol), rx[1], ry[1], stats.Neutral, confidence, stats.DefaultMinEffect)
 				line += ", CPU per call " + cliopts.VsText(cpu, none)
@@ -208,6 +214,29 @@ func stepTable(w io.Writer, step []steady.Row, base string) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// loadBoundLine says which of a step's rows are record.SteadyRow.
+// LoadBound, with their server's CPU share and the generator's CPUs ("" =
+// none): their calls/s is the load's limit, so the step's calls/s
+// verdicts are of client and server together.
+func loadBoundLine(step []steady.Row) string {
+	var parts []string
+	for _, r := range step {
+		if r.LoadBound() {
+			unit := "CPUs"
+			if r.ServerCPULimit == 1 {
+				unit = "CPU"
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f%% of %g %s with the generator at %.2f CPUs", r.Arm, 100**r.ServerCPUShare, r.ServerCPULimit, unit,
+				r.CallsPerS*r.ClientCPUUsPerCall/1e6))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("load-bound, the server below %.0f%% of the CPUs it could use: %s; calls/s is the load's limit, "+
+		"not the server's (CPU/call compares the servers)", 100*record.LoadBoundShare, strings.Join(parts, ", "))
 }
 
 // noCI says why a row has no interval: too few rounds.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/coldstart-go/coldstart/internal/echo"
 	"github.com/coldstart-go/coldstart/internal/echo/echopb"
@@ -49,4 +50,23 @@ func (l *leakyEcho) Echo(ctx context.Context, req *echopb.EchoRequest) (*echopb.
 	l.used = end
 	l.mu.Unlock()
 	return l.Service.Echo(ctx, req)
+}
+
+// slowEcho is the echo service whose unary call waits d before it
+// answers: the server's CPU stays nearly idle whatever load keeps it
+// busy, so a closed loop's calls/s is set by d and the calls in flight.
+type slowEcho struct {
+	echo.Service
+	d time.Duration
+}
+
+func (s slowEcho) Echo(ctx context.Context, req *echopb.EchoRequest) (*echopb.EchoResponse, error) {
+	t := time.NewTimer(s.d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	return s.Service.Echo(ctx, req)
 }

@@ -54,6 +54,7 @@ type options struct {
 	startDelay  time.Duration
 	mptcp       bool
 	leak        int
+	echoDelay   time.Duration
 	detach      string
 	count       bool
 	requireMD   string
@@ -76,6 +77,7 @@ func main() {
 	flag.DurationVar(&o.startDelay, "start-delay", 0, "sleep this long before listening: a known extra start-up time (0 = none)")
 	flag.BoolVar(&o.mptcp, "mptcp", false, "listen with Multipath TCP whatever GODEBUG says (a socket criu cannot dump)")
 	flag.IntVar(&o.leak, "leak-per-call", 0, "grpc mode: each Echo call leaks this many bytes of resident memory (0 = none)")
+	flag.DurationVar(&o.echoDelay, "echo-delay", 0, "grpc mode: each unary Echo call sleeps this long before it answers, using no CPU meanwhile: a server a load cannot saturate (0 = none)")
 	flag.BoolVar(&o.count, "count-service", false, "grpc mode: also serve coldstart.test.v1.Count (count.proto): Count, server-streaming, and Last, unary")
 	flag.StringVar(&o.requireEnv, "require-env", "", "KEY=VALUE that must be in the environment, else exit 1 before listening, saying what it found (\"\" = none): proof that a setting reached the server")
 	flag.StringVar(&o.requireMD, "require-metadata", "", "grpc mode: KEY=VALUE every call but the health service's must carry, else Unauthenticated (\"\" = none)")
@@ -173,13 +175,18 @@ func serveGRPC(ctx context.Context, lis net.Listener, o options) error {
 			return err
 		}
 	}
-	if o.leak > 0 {
+	switch {
+	case o.leak > 0 && o.echoDelay > 0:
+		return errors.New("-leak-per-call and -echo-delay: want one of them")
+	case o.leak > 0:
 		l, err := newLeakyEcho(o.leak, 4<<30)
 		if err != nil {
 			return err
 		}
 		echopb.RegisterEchoServer(srv, l)
-	} else {
+	case o.echoDelay > 0:
+		echopb.RegisterEchoServer(srv, slowEcho{d: o.echoDelay})
+	default:
 		echopb.RegisterEchoServer(srv, echo.Service{})
 	}
 	hs := health.NewServer()
