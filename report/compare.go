@@ -64,6 +64,11 @@ type ComparisonRow struct {
 	// RunsToDetect estimates the runs per side needed to detect a
 	// MinEffect difference at this spread, by Test (0 = unknown).
 	RunsToDetect int `json:"runs_to_detect"`
+	// LoadBound, on a steady calls/s comparison, says why a side's calls/s
+	// is the load's limit rather than the server's (record.SteadyRow.
+	// LoadBound, from the median of its rounds): the verdict then holds
+	// for the whole loop, client included, not for the server alone.
+	LoadBound string `json:"load_bound,omitempty"`
 
 	cmp   stats.Comparison
 	sense stats.Sense
@@ -445,12 +450,52 @@ func (r *Report) steadyRow(kind, campaign, scope, metric, a, b string, xa, xb []
 		if m.name != metric {
 			continue
 		}
+		var row ComparisonRow
 		if oneStep(xa, xb) || sharedRounds(xa, xb) {
-			return r.compareRounds(kind, campaign, scope, metric, a, b, roundsOfMetric(xa, m.get), roundsOfMetric(xb, m.get), m.sense)
+			row = r.compareRounds(kind, campaign, scope, metric, a, b, roundsOfMetric(xa, m.get), roundsOfMetric(xb, m.get), m.sense)
+		} else {
+			row = r.compare(kind, campaign, scope, metric, a, b, roundValues(xa, m.get), roundValues(xb, m.get), m.sense)
 		}
-		return r.compare(kind, campaign, scope, metric, a, b, roundValues(xa, m.get), roundValues(xb, m.get), m.sense)
+		if metric == "calls_per_s" {
+			for i, x := range [][]SteadyRound{xa, xb} {
+				if t := mediansOf(x).LoadBoundText(); t != "" {
+					row.LoadBound = []string{a, b}[i] + ": " + t
+					break
+				}
+			}
+		}
+		return row
 	}
 	panic("report: no steady metric " + metric)
+}
+
+// mediansOf is what LoadBound reads of a side's rounds: the first
+// round's step with the median of their server CPU shares.
+func mediansOf(rs []SteadyRound) record.SteadyRow {
+	if len(rs) == 0 {
+		return record.SteadyRow{}
+	}
+	out := rs[0].SteadyRow
+	var shares []float64
+	for _, r := range rs {
+		if r.ServerCPUShare != nil {
+			shares = append(shares, *r.ServerCPUShare)
+		}
+		out.ServerCPULimit = max(out.ServerCPULimit, r.ServerCPULimit)
+	}
+	out.ServerCPUShare = nil
+	if len(shares) > 0 {
+		m := stats.MedianCI(shares, stats.DefaultConfidence).Value
+		out.ServerCPUShare = &m
+	}
+	calls := make([]float64, 0, len(rs))
+	client := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		calls, client = append(calls, r.CallsPerS), append(client, r.ClientCPUUsPerCall)
+	}
+	out.CallsPerS = stats.MedianCI(calls, stats.DefaultConfidence).Value
+	out.ClientCPUUsPerCall = stats.MedianCI(client, stats.DefaultConfidence).Value
+	return out
 }
 
 // oneStep: every round of xa and xb is of one budget, protocol and shape
@@ -642,6 +687,9 @@ func (r *Report) comparisonTable(m *mdw, rows []ComparisonRow) {
 		if c.Verdict != string(stats.NoDifference) && !c.Actionable {
 			v += fmt.Sprintf(" (< %.0f%%)", 100*c.MinEffect)
 		}
+		if c.LoadBound != "" {
+			v += " (load-bound)"
+		}
 		need := ""
 		if c.RunsToDetect > 0 && !c.Actionable {
 			need = fmt.Sprint(c.RunsToDetect)
@@ -667,6 +715,12 @@ func (r *Report) comparisonsSection(m *mdw) {
 		"recommendations act only on those at least %.0f%% in size. \"runs to detect\" estimates the runs per side needed to detect a %.0f%% "+
 		"difference at the spread seen (80%% power).\n\n",
 		100*r.confidence(), stats.PairedWilcoxon, stats.MannWhitney, stats.NoDifference, 1-r.confidence(), 100*r.minEffect(), 100*r.minEffect())
+	if slices.ContainsFunc(rows, func(c ComparisonRow) bool { return c.LoadBound != "" }) {
+		m.p("\"(load-bound)\" marks a calls/s comparison where a side's closed loop left its server below %.0f%% of the CPUs it could use: "+
+			"that calls/s is the limit of the load (the generator's CPU, the connections), not of the server, so the verdict holds for "+
+			"client and server together; server CPU per call compares the servers alone. The JSON's load_bound says which side and why.\n\n",
+			100*record.LoadBoundShare)
+	}
 	if slices.ContainsFunc(rows, func(c ComparisonRow) bool { return c.Kind == KindVariants }) {
 		m.p("A row whose a is a variant (an arm's binary started with more settings: --variant, --sweep; their settings are under Builds) " +
 			"sets it against the arm it varies, as it is, measured in the same rounds; the Decision picks among the builds and start arms only.\n\n")

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/coldstart-go/coldstart/internal/provenance"
+	"github.com/coldstart-go/coldstart/internal/stats"
 	"github.com/coldstart-go/coldstart/record"
 )
 
@@ -374,7 +375,51 @@ func Read(name string, rd io.Reader) (*Campaign, []Warning, error) {
 		c.Samples, c.Summaries = nil, nil
 	}
 	c.fillSummaries()
+	c.fillServerCPUShares()
 	return c, ws, nil
+}
+
+// fillServerCPUShares gives the steady rows of a file written before
+// steady recorded record.SteadyRow.ServerCPUShare one where the file
+// allows: a server under a budget without a CPU quota, which reported its
+// GOMAXPROCS (Go sets it to the CPUs the server may use), used calls/s
+// times server CPU per call of that many CPUs. A row of medians gets the
+// median of its rounds' shares, as steady computes it, or without rounds
+// its own. Under a quota GOMAXPROCS says nothing of the limit (Go rounds
+// it up to at least 2), and such rows, like those of servers that report
+// no GOMAXPROCS, get none.
+func (c *Campaign) fillServerCPUShares() {
+	fill := func(r *SteadyRow) bool {
+		if r.ServerCPUShare != nil || r.ServerCPUUsPerCall == nil || r.CallsPerS <= 0 || r.GoMaxProcs <= 0 || strings.Contains(r.Budget, "cores=") {
+			return false
+		}
+		lim := float64(r.GoMaxProcs)
+		share := r.CallsPerS * *r.ServerCPUUsPerCall / 1e6 / lim
+		r.ServerCPULimit, r.ServerCPUShare = lim, &share
+		return true
+	}
+	type key struct {
+		arm, budget string
+		proto       record.Protocol
+		sh          shape
+	}
+	shares := map[key][]float64{}
+	for i := range c.SteadyRounds {
+		if r := &c.SteadyRounds[i].SteadyRow; fill(r) {
+			k := key{r.Arm, r.Budget, r.Protocol, shapeOf(*r)}
+			shares[k] = append(shares[k], *r.ServerCPUShare)
+		}
+	}
+	for i := range c.Steady {
+		r := &c.Steady[i]
+		if !fill(r) {
+			continue
+		}
+		if xs := shares[key{r.Arm, r.Budget, r.Protocol, shapeOf(*r)}]; len(xs) > 0 {
+			m := stats.MedianCI(xs, stats.DefaultConfidence).Value
+			r.ServerCPUShare = &m
+		}
+	}
 }
 
 func add[T any](line []byte, to *[]T) error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/coldstart-go/coldstart/record"
 )
 
 func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
@@ -29,8 +31,10 @@ const (
 // DoubtRule states the rules above, for the report's readers.
 var DoubtRule = fmt.Sprintf("a cold-start row is doubted (†) when max > %g× min, p90 > %g× median, or it has fewer than %d runs; "+
 	"a density row when its instances' PSS differ by more than %g×; a steady row when any call failed, "+
-	"when its calls/s interval over rounds spans more than %.0f%% of the median, or when most of its rounds ran on a busy host",
-	NoisyRangeRatio, NoisyTailRatio, MinRuns, DensitySpreadRatio, 100*SteadySpread)
+	"when its calls/s interval over rounds spans more than %.0f%% of the median, when most of its rounds ran on a busy host, "+
+	"or when a closed loop meant to find its capacity (throughput, stream) left the server below %.0f%% of the CPUs it could use "+
+	"(its calls/s is then the load's limit, not the server's)",
+	NoisyRangeRatio, NoisyTailRatio, MinRuns, DensitySpreadRatio, 100*SteadySpread, 100*record.LoadBoundShare)
 
 // Doubt says why a cold-start row is doubted ("" = it is not).
 func (s Summary) Doubt() string {
@@ -72,6 +76,9 @@ func steadyDoubt(r SteadyRow) string {
 	}
 	if r.Rounds > 0 && r.BusyRounds*2 > r.Rounds {
 		why = append(why, fmt.Sprintf("%d/%d rounds on a busy host", r.BusyRounds, r.Rounds))
+	}
+	if t := r.LoadBoundText(); t != "" {
+		why = append(why, t)
 	}
 	return strings.Join(why, "; ")
 }
