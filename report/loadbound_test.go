@@ -72,6 +72,26 @@ func TestLoadBoundVerdicts(t *testing.T) {
 	if marked == 0 {
 		t.Error("no comparison marked load-bound")
 	}
+	// No recommendation rests on a load-bound calls/s: each is held,
+	// saying why.
+	recs, hs := r.recommend()
+	for _, rec := range recs {
+		if strings.Contains(rec.Text, "calls/s") && strings.Contains(rec.Text, "cpus=0") && strings.Contains(rec.Text, "throughput") {
+			t.Errorf("a recommendation on a load-bound step: %s", rec.Text)
+		}
+	}
+	heldBound := 0
+	for _, h := range hs {
+		if h.row.Metric == "calls_per_s" && h.row.LoadBound != "" {
+			heldBound++
+			if !strings.HasPrefix(h.why, "load-bound, ") {
+				t.Errorf("%s %s vs %s held as %q, want load-bound", h.row.Scope, h.row.A, h.row.B, h.why)
+			}
+		}
+	}
+	if heldBound == 0 {
+		t.Errorf("no load-bound calls/s comparison held: %+v", hs)
+	}
 	var b strings.Builder
 	if err := r.Markdown(&b, MarkdownOptions{Title: "Steady"}); err != nil {
 		t.Fatal(err)

@@ -1075,6 +1075,11 @@ func (r *Report) steadyVerdict(c *Campaign, a, b SteadyRow, metric, scope, nameA
 	if !tested {
 		return "", held{ref: st, row: cr, why: fmt.Sprintf("one window each, not tested (`steady run --rounds %d` can)", stats.MinRunsForInterval(r.confidence()))}
 	}
+	if cr.LoadBound != "" {
+		// A server that did not set the pace says nothing of its
+		// capacity: no recommendation rests on the loop's limit.
+		return "", held{ref: st, row: cr, why: "load-bound, " + cr.LoadBound + " (server CPU per call compares the servers)"}
+	}
 	if why, _ := r.judge(cr); why != "" {
 		return "", held{ref: st, row: cr, why: why}
 	}
