@@ -108,7 +108,13 @@ step() {
 step "$bin/coldstart" run "${runs[@]}" --arms "$ARMS" --budget "$BUDGETS" \
 	--poll-interval knative-queue-proxy,knative-activator,kubelet-min --results-dir "$out"
 step "$bin/coldstart" density --instances 8 --arms "$ARMS" --results-dir "$out"
+# Steady state: the lean gRPC client on a CPU of its own (CPU 1; budgets
+# without a CPU set get the others), so that under cpus=0 the server, not
+# the generator, sets the pace of the throughput steps: grpc-go's client
+# spends 21-33 us per call there, twice the server's, and left it at
+# 0.50-0.67 of its CPU (load-bound), the lean one ~3 us.
 step "$bin/steady" run --arms "$ARMS" --budget "$BUDGETS" --protocol grpc,http1 --rounds "$ROUNDS" \
+	--client lean --pin-generator 1 \
 	--scenario sequential,throughput,stream --concurrency 1,32 --calls "$CALLS" --results-dir "$out"
 step "$bin/crosscheck" -n "$fixed_runs" -arms default,static,upx --results-dir "$out"
 step "$bin/verdictcheck" -campaigns "$CAMPAIGNS" -runs 10 -experiments aa,upx,sleep --results-dir "$out"
