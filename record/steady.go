@@ -173,12 +173,27 @@ func (r SteadyRow) LoadBoundText() string {
 	if !r.LoadBound() {
 		return ""
 	}
+	return fmt.Sprintf("the server used %s, the generator %.2f CPUs: calls/s is the load's limit, not the server's",
+		r.ServerShareText(), r.GeneratorCPUs())
+}
+
+// ServerShareText is r's server CPU share against its limit: "62% of its
+// 1 CPU" ("" without a share).
+func (r SteadyRow) ServerShareText() string {
+	if r.ServerCPUShare == nil {
+		return ""
+	}
 	unit := "CPUs"
 	if r.ServerCPULimit == 1 {
 		unit = "CPU"
 	}
-	return fmt.Sprintf("the server used %.0f%% of its %g %s, the generator %.2f CPUs: calls/s is the load's limit, not the server's",
-		100**r.ServerCPUShare, r.ServerCPULimit, unit, r.CallsPerS*r.ClientCPUUsPerCall/1e6)
+	return fmt.Sprintf("%.0f%% of its %g %s", 100**r.ServerCPUShare, r.ServerCPULimit, unit)
+}
+
+// GeneratorCPUs is the CPUs' worth of time the load generator spent over
+// r's window: calls/s times its CPU per call.
+func (r SteadyRow) GeneratorCPUs() float64 {
+	return r.CallsPerS * r.ClientCPUUsPerCall / 1e6
 }
 
 // CPUVsBaseline is a step row's server CPU per call over its rounds

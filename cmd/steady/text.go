@@ -224,12 +224,7 @@ func loadBoundLine(step []steady.Row) string {
 	var parts []string
 	for _, r := range step {
 		if r.LoadBound() {
-			unit := "CPUs"
-			if r.ServerCPULimit == 1 {
-				unit = "CPU"
-			}
-			parts = append(parts, fmt.Sprintf("%s %.0f%% of %g %s with the generator at %.2f CPUs", r.Arm, 100**r.ServerCPUShare, r.ServerCPULimit, unit,
-				r.CallsPerS*r.ClientCPUUsPerCall/1e6))
+			parts = append(parts, fmt.Sprintf("%s %s with the generator at %.2f CPUs", r.Arm, r.ServerShareText(), r.GeneratorCPUs()))
 		}
 	}
 	if len(parts) == 0 {
