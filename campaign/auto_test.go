@@ -116,6 +116,25 @@ func TestColdStartAutoInterrupted(t *testing.T) {
 	}
 }
 
+// TestColdStartAutoMinRuns: a precision the medians reach within the
+// first rounds, and MinRuns 9: the campaign stops on precision, and not
+// before its ninth round.
+func TestColdStartAutoMinRuns(t *testing.T) {
+	var stops []Stop
+	c := ColdStart{
+		Arms:      []Arm{selfArm("a", "health"), selfArm("b", "health")},
+		Precision: 0.9, MaxRuns: 40, MinRuns: 9,
+		Wait:    prober.WaitOptions{Timeout: 10 * time.Second},
+		Stopped: func(s Stop) error { stops = append(stops, s); return nil },
+	}
+	if _, err := c.Run(context.Background(), func(prober.Sample) error { return nil }); err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if len(stops) != 1 || stops[0].Reason != StopPrecision || stops[0].Rounds < 9 || stops[0].Rounds >= 40 {
+		t.Errorf("stops = %+v, want one on precision after 9 to 39 rounds", stops)
+	}
+}
+
 func TestColdStartAutoBadConfig(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -125,6 +144,7 @@ func TestColdStartAutoBadConfig(t *testing.T) {
 		{"runs and precision", ColdStart{Runs: 5, Precision: 0.03, MaxRuns: 60}, "want one of them"},
 		{"precision 1", ColdStart{Precision: 1, MaxRuns: 60}, "precision: 1"},
 		{"cap below 6", ColdStart{Precision: 0.03, MaxRuns: 5}, "max runs: 5, want at least 6"},
+		{"cap below the minimum", ColdStart{Precision: 0.03, MaxRuns: 8, MinRuns: 9}, "max runs: 8, below the 9 min runs"},
 		{"no runs", ColdStart{}, "runs: 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

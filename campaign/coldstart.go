@@ -37,8 +37,13 @@ type ColdStart struct {
 	// when a difference looks significant inflates false positives.
 	Precision float64
 	// MaxRuns caps the counted rounds when Precision is set (at least
-	// MinAutoRuns).
+	// MinAutoRuns, and MinRuns).
 	MaxRuns int
+	// MinRuns, with Precision, is the fewest counted rounds before a stop
+	// on precision when the comparison made of them needs more than
+	// MinAutoRuns (coldstart gate's Holm-adjusted paired tests); 0 =
+	// MinAutoRuns.
+	MinRuns int
 	// Stopped, when set, gets why a campaign with Precision stopped
 	// ("stop" records in results files), also when it was interrupted.
 	Stopped   func(Stop) error
@@ -167,6 +172,8 @@ func (c ColdStart) Run(ctx context.Context, onSample func(prober.Sample) error) 
 		return nil, fmt.Errorf("precision: %w", stats.CheckPrecision(c.Precision))
 	case auto && stats.CheckMaxRounds(c.MaxRuns) != nil:
 		return nil, fmt.Errorf("max runs: %w", stats.CheckMaxRounds(c.MaxRuns))
+	case auto && c.MaxRuns < c.MinRuns:
+		return nil, fmt.Errorf("max runs: %d, below the %d min runs", c.MaxRuns, c.MinRuns)
 	case !auto && c.Runs <= 0:
 		return nil, fmt.Errorf("runs: %d, want at least 1", c.Runs)
 	}
@@ -320,7 +327,7 @@ type key struct{ arm, budget string }
 func (c ColdStart) stopAfter(run, last int, budgets []budget.Budget, samples map[key][]prober.Sample, failed map[string]error, conf float64) *Stop {
 	s := &Stop{Rounds: run}
 	widest := c.widest(s, budgets, samples, failed, conf)
-	switch (stats.AutoStop{Precision: c.Precision, Max: last}).After(run, widest) {
+	switch (stats.AutoStop{Precision: c.Precision, Max: last, Min: c.MinRuns}).After(run, widest) {
 	case stats.Precise:
 		s.Reason = StopPrecision
 	case stats.AtCap:

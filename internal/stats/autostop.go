@@ -68,6 +68,10 @@ const (
 type AutoStop struct {
 	Precision float64
 	Max       int
+	// Min raises the fewest rounds before a precise stop above
+	// MinAutoRounds, for a test that needs more pairs than a median's
+	// interval does (0 = MinAutoRounds).
+	Min int
 }
 
 // CheckMaxRounds refuses a cap on counted rounds below MinAutoRounds.
@@ -79,11 +83,12 @@ func CheckMaxRounds(n int) error {
 }
 
 // After decides after rounds counted rounds whose widest median interval
-// is widest (Widest): Precise once there are at least MinAutoRounds and
-// widest ≤ Precision, else AtCap at Max rounds, else GoOn.
+// is widest (Widest): Precise once there are at least max(Min,
+// MinAutoRounds) and widest ≤ Precision, else AtCap at Max rounds, else
+// GoOn.
 func (a AutoStop) After(rounds int, widest float64) Stopping {
 	switch {
-	case rounds >= MinAutoRounds && widest <= a.Precision:
+	case rounds >= max(a.Min, MinAutoRounds) && widest <= a.Precision:
 		return Precise
 	case rounds >= a.Max:
 		return AtCap

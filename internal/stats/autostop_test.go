@@ -30,16 +30,19 @@ func TestAutoStopSynthetic(t *testing.T) {
 		series    [][]float64 // every round of every series; the rule sees a prefix
 		precision float64
 		max       int
+		min       int
 		want      Stopping
 		wantAt    int // rounds counted when it stopped
 	}{
-		{"tight stops at the first round that may", [][]float64{rounds(40, 0.001), rounds(40, 0.002)}, 0.03, 40, Precise, MinAutoRounds},
-		{"wide runs to the cap", [][]float64{rounds(40, 0.001), rounds(40, 0.2)}, 0.03, 12, AtCap, 12},
-		{"cap equal to the minimum", [][]float64{rounds(40, 0.3)}, 0.01, MinAutoRounds, AtCap, MinAutoRounds},
-		{"loose precision with a wide series", [][]float64{rounds(40, 0.2)}, 0.5, 40, Precise, MinAutoRounds},
+		{"tight stops at the first round that may", [][]float64{rounds(40, 0.001), rounds(40, 0.002)}, 0.03, 40, 0, Precise, MinAutoRounds},
+		{"wide runs to the cap", [][]float64{rounds(40, 0.001), rounds(40, 0.2)}, 0.03, 12, 0, AtCap, 12},
+		{"cap equal to the minimum", [][]float64{rounds(40, 0.3)}, 0.01, MinAutoRounds, 0, AtCap, MinAutoRounds},
+		{"loose precision with a wide series", [][]float64{rounds(40, 0.2)}, 0.5, 40, 0, Precise, MinAutoRounds},
+		{"a raised minimum holds a precise stop", [][]float64{rounds(40, 0.001)}, 0.03, 40, 9, Precise, 9},
+		{"a minimum below the floor changes nothing", [][]float64{rounds(40, 0.001)}, 0.03, 40, 3, Precise, MinAutoRounds},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a := AutoStop{Precision: tt.precision, Max: tt.max}
+			a := AutoStop{Precision: tt.precision, Max: tt.max, Min: tt.min}
 			for n := 1; n <= tt.max; n++ {
 				var prefix [][]float64
 				for _, xs := range tt.series {
