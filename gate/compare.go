@@ -287,8 +287,7 @@ func powerless(rows []Row, tested int, alpha float64) []string {
 		switch row.Test {
 		case stats.PairedWilcoxon:
 			least = smallestPaired(row.NBase)
-			for need = row.NBase; smallestPaired(need)*float64(tested) >= alpha; need++ {
-			}
+			need = minPairedRounds(tested, alpha)
 			have = fmt.Sprintf("%d rounds with both sides", row.NBase)
 		case stats.MannWhitney:
 			least = smallestUnpaired(row.NBase, row.NNew)
@@ -308,6 +307,36 @@ func powerless(rows []Row, tested int, alpha float64) []string {
 // smallestPaired is the smallest two-sided p-value of the signed-rank
 // test on n pairs: all of one sign, 2/2^n.
 func smallestPaired(n int) float64 { return 2 / math.Ldexp(1, n) }
+
+// MinPairedRounds is the fewest rounds with both sides at which a paired
+// gate testing tested figures together (Holm) can find anything at
+// confidence: below it even fully separated sides are not significant,
+// and Compare refuses the campaign (exit 2). coldstart gate --base --runs
+// auto runs at least this many.
+func MinPairedRounds(tested int, confidence float64) int {
+	return minPairedRounds(tested, 1-confidence)
+}
+
+// BaseFigures is the most figures a campaign of base and new processes
+// (coldstart gate --base) has the gate test together: first RPC median
+// and p90, startup CPU, PSS at first RPC, and up to four phases (a
+// process's are process_started, accepting, first_answer).
+const BaseFigures = 8
+
+// MinAutoRounds is the fewest rounds a --runs auto campaign for the gate
+// counts before it may stop on precision: MinPairedRounds over
+// BaseFigures (9 at 95%), never fewer than a median's interval needs.
+func MinAutoRounds(confidence float64) int {
+	return max(MinPairedRounds(BaseFigures, confidence), stats.MinAutoRounds)
+}
+
+func minPairedRounds(tested int, alpha float64) int {
+	n := 1
+	for smallestPaired(n)*float64(max(tested, 1)) >= alpha {
+		n++
+	}
+	return n
+}
 
 // smallestUnpaired is the smallest two-sided p-value of the Mann–Whitney
 // test of samples of sizes a and b: fully separated, 2/C(a+b, a).

@@ -364,3 +364,19 @@ func TestBenchstat(t *testing.T) {
 		t.Errorf("no verdict comment in\n%s", text)
 	}
 }
+
+// TestMinPairedRounds: the fewest rounds at which Holm over the figures
+// tested lets fully separated sides (p = 2/2^n) be significant: 6 for one
+// figure at 95%, 8 for five (the refusal gate_test's campaign of 6 rounds
+// names), 9 for eight; each one fewer could not be.
+func TestMinPairedRounds(t *testing.T) {
+	for _, tt := range []struct{ tested, want int }{{1, 6}, {5, 8}, {6, 8}, {8, 9}, {12, 9}, {13, 10}} {
+		n := MinPairedRounds(tt.tested, 0.95)
+		if n != tt.want {
+			t.Errorf("MinPairedRounds(%d, 0.95) = %d, want %d", tt.tested, n, tt.want)
+		}
+		if smallestPaired(n)*float64(tt.tested) >= 0.05 || smallestPaired(n-1)*float64(tt.tested) < 0.05 {
+			t.Errorf("MinPairedRounds(%d) = %d is not the first n where 2/2^n × %d < 0.05", tt.tested, n, tt.tested)
+		}
+	}
+}

@@ -112,7 +112,12 @@ func gateTry(ctx context.Context, exp string, k int, base, nw campaign.Arm, p pl
 	}
 	g := &record.GateCheck{}
 	rb, rn := stats.Rounds{}, stats.Rounds{}
-	c := p.campaign([]campaign.Arm{base, nw}, nil)
+	c := p.campaign([]campaign.Arm{base, nw}, func(s campaign.Stop) error { return tf.Add("stop", s) })
+	if p.auto() {
+		// As coldstart gate --base --runs auto: not before the gate's
+		// tests can find anything.
+		c.MinRuns = gate.MinAutoRounds(p.conf)
+	}
 	c.Noise = func(nz campaign.Noise) error {
 		g.Rounds++
 		if nz.Busy {

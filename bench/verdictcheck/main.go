@@ -140,10 +140,6 @@ func main() {
 		case "sleep":
 			err = sleepExperiment(ctx, *n, plan)
 		case "gate-sleep", "gate-aa":
-			if runs.auto {
-				err = fmt.Errorf("-runs auto: not with %s: coldstart gate --base runs a fixed number of rounds", e)
-				break
-			}
 			err = gateExperiment(ctx, e, *n, plan, *maxReg)
 		default:
 			err = fmt.Errorf("-experiments: unknown %q (known: aa, upx, sleep, gate-sleep, gate-aa, gate)", e)

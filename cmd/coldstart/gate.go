@@ -31,7 +31,12 @@ type gateOptions struct {
 	// serverOptions, Runs, Transport and Timeout are --base's campaign,
 	// as coldstart run's.
 	serverOptions
-	Runs      int
+	Runs int
+	// AutoRuns (--runs auto): rounds until every median is known within
+	// Precision, at most MaxRuns, as coldstart run's; Runs is then 0.
+	AutoRuns  bool
+	Precision float64
+	MaxRuns   int
 	Transport string
 	Timeout   time.Duration
 	// Base is --base REV ("" = compare results files).
@@ -59,7 +64,8 @@ var gateSkipFlags = []string{"output", "baseline", "variant", "sweep", "bin", "p
 var gateArms = []string{"default", "static", "upx", "pgo"}
 
 func newGateCmd(run func(context.Context, *gateOptions, io.Writer) error) *cobra.Command {
-	o := &gateOptions{serverOptions: newServerOptions([]string{"default"}), Runs: 20, Transport: "tcp", Timeout: 30 * time.Second,
+	o := &gateOptions{serverOptions: newServerOptions([]string{"default"}), Runs: 20, Precision: stats.DefaultPrecision, MaxRuns: 60,
+		Transport: "tcp", Timeout: 30 * time.Second,
 		MaxRegression: gate.DefaultMaxRegression, Confidence: stats.DefaultConfidence, Format: "markdown"}
 	cmd := &cobra.Command{
 		Use:   "gate [flags] BASE NEW | PAIRED | --base REV [PKG] [-- SERVER ARGS...]",
@@ -140,7 +146,10 @@ Exit status:
 	scratch := &cobra.Command{}
 	o.serverOptions.bind(scratch)
 	sf := scratch.Flags()
-	sf.IntVarP(&o.Runs, "runs", "n", o.Runs, "--base: counted cold starts per side, arm and budget (after one warm-up round)")
+	sf.VarP(&cliopts.AutoCount{N: &o.Runs, Auto: &o.AutoRuns, Unit: "runs"}, "runs", "n",
+		"--base: counted cold starts per side, arm and budget (after one warm-up round), or auto: rounds until every median's interval is within --precision, at most --max-runs")
+	sf.Float64Var(&o.Precision, "precision", o.Precision, "--runs auto: stop once every median's interval reaches no farther than this fraction of the median on either side (0.03 = ±3%)")
+	sf.IntVar(&o.MaxRuns, "max-runs", o.MaxRuns, "--runs auto: stop after this many counted rounds, however wide the intervals")
 	sf.StringVar(&o.Transport, "transport", o.Transport, "--base: where servers listen: tcp (a free loopback port) or unix (a socket)")
 	timeoutVar(sf, &o.Timeout, "start-timeout", "--base: give up on one cold start after this long")
 	sf.VisitAll(func(fl *pflag.Flag) {
@@ -206,8 +215,15 @@ func (o *gateOptions) validate() error {
 			return fmt.Errorf("--arms: pgo: give --pgo-profile, one profile both trees are built with")
 		}
 	}
-	if need := stats.MinRunsForInterval(o.Confidence); o.Runs < need {
+	need := stats.MinRunsForInterval(o.Confidence)
+	switch {
+	case !o.AutoRuns && o.Runs < need:
 		return fmt.Errorf("--runs: %d, want at least %d: fewer pairs cannot reach %v%% confidence", o.Runs, need, 100*o.Confidence)
+	case !(o.Precision > 0 && o.Precision < 1):
+		return fmt.Errorf("--precision: %v, want a fraction of the median between 0 and 1, exclusive (e.g. 0.03)", o.Precision)
+	case o.AutoRuns && o.MaxRuns < gate.MinAutoRounds(o.Confidence):
+		return fmt.Errorf("--max-runs: %d, want at least %d: fewer pairs cannot reach %v%% confidence over the gate's %d figures",
+			o.MaxRuns, gate.MinAutoRounds(o.Confidence), 100*o.Confidence, gate.BaseFigures)
 	}
 	if o.Transport != "tcp" && o.Transport != "unix" {
 		return fmt.Errorf("--transport: %q, want tcp or unix", o.Transport)

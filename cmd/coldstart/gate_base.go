@@ -114,6 +114,16 @@ func (o *gateOptions) measure(ctx context.Context) (string, error) {
 		// Base and new take turns going first (campaign's default): what
 		// a start inherits from the one before cancels in the pairs.
 	}
+	if o.AutoRuns {
+		// Both sides stop together, on the medians' precision, never
+		// on the comparison: the gate's test is not peeked at; and not
+		// before the gate's tests can find anything.
+		c.Runs, c.Precision, c.MaxRuns, c.MinRuns = 0, o.Precision, o.MaxRuns, gate.MinAutoRounds(o.Confidence)
+		c.Stopped = func(s campaign.Stop) error {
+			rf.Notef("%s", s)
+			return rf.Add("stop", s)
+		}
+	}
 	var samples []prober.Sample
 	sums, err := c.Run(ctx, func(s prober.Sample) error {
 		samples = append(samples, s)

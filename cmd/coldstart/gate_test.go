@@ -16,8 +16,12 @@ func TestGateFlags(t *testing.T) {
 		o.MaxRegression != 0.1 || o.Format != "benchstat" || len(o.Arms.Names) != 2 || len(o.Budgets.Budgets) != 1 {
 		t.Errorf("--base: %+v", o)
 	}
-	if o = parseFlags(t, "gate", newGateCmd, []string{"--base", "HEAD"}, ""); len(o.Arms.Names) != 1 || o.Arms.Names[0] != "default" || o.Runs != 20 {
-		t.Errorf("--base defaults: arms %v, runs %d; want default, 20", o.Arms.Names, o.Runs)
+	if o = parseFlags(t, "gate", newGateCmd, []string{"--base", "HEAD"}, ""); len(o.Arms.Names) != 1 || o.Arms.Names[0] != "default" || o.Runs != 20 || o.AutoRuns {
+		t.Errorf("--base defaults: arms %v, runs %d, auto %v; want default, 20, false", o.Arms.Names, o.Runs, o.AutoRuns)
+	}
+	if o = parseFlags(t, "gate", newGateCmd, []string{"--base", "HEAD", "--runs", "auto", "--precision", "0.02", "--max-runs", "40"}, ""); !o.AutoRuns || o.Runs != 0 ||
+		o.Precision != 0.02 || o.MaxRuns != 40 {
+		t.Errorf("--runs auto: auto %v, runs %d, precision %v, max runs %d; want true, 0, 0.02, 40", o.AutoRuns, o.Runs, o.Precision, o.MaxRuns)
 	}
 	for _, tt := range []struct {
 		args []string
@@ -31,6 +35,11 @@ func TestGateFlags(t *testing.T) {
 		{[]string{"--base", "HEAD", "--arms", "pgo"}, "--arms: pgo: give --pgo-profile"},
 		{[]string{"--base", "HEAD", "--transport", "udp"}, `--transport: "udp", want tcp or unix`},
 		{[]string{"--base", "HEAD", "a", "b"}, "want at most one PKG"},
+		{[]string{"--base", "HEAD", "--runs", "auto", "--precision", "1"}, "--precision: 1, want a fraction"},
+		{[]string{"--base", "HEAD", "--runs", "auto", "--max-runs", "5"}, "--max-runs: 5, want at least 9"},
+		{[]string{"--base", "HEAD", "--runs", "often"}, `--runs`},
+		{[]string{"--runs", "auto", "a", "b"}, "--runs: only with --base REV"},
+		{[]string{"--max-runs", "30", "a", "b"}, "--max-runs: only with --base REV"},
 	} {
 		parseFlags(t, "gate", newGateCmd, tt.args, tt.want)
 	}
