@@ -199,8 +199,8 @@ func (p plan) check(n int) error {
 		}
 		return nil
 	}
-	if !(p.precision > 0 && p.precision < 1) {
-		return fmt.Errorf("-precision: %v, want a fraction of the median between 0 and 1, exclusive (e.g. 0.03)", p.precision)
+	if err := stats.CheckPrecision(p.precision); err != nil {
+		return fmt.Errorf("-precision: %w", err)
 	}
 	if p.maxRuns < campaign.MinAutoRuns {
 		return fmt.Errorf("-max-runs: %d, want at least %d (the fewest runs whose median has an interval)", p.maxRuns, campaign.MinAutoRuns)

@@ -219,8 +219,8 @@ func (o *gateOptions) validate() error {
 	switch {
 	case !o.AutoRuns && o.Runs < need:
 		return fmt.Errorf("--runs: %d, want at least %d: fewer pairs cannot reach %v%% confidence", o.Runs, need, 100*o.Confidence)
-	case !(o.Precision > 0 && o.Precision < 1):
-		return fmt.Errorf("--precision: %v, want a fraction of the median between 0 and 1, exclusive (e.g. 0.03)", o.Precision)
+	case stats.CheckPrecision(o.Precision) != nil:
+		return fmt.Errorf("--precision: %w", stats.CheckPrecision(o.Precision))
 	case o.AutoRuns && o.MaxRuns < gate.MinAutoRounds(o.Confidence):
 		return fmt.Errorf("--max-runs: %d, want at least %d: fewer pairs cannot reach %v%% confidence over the gate's %d figures",
 			o.MaxRuns, gate.MinAutoRounds(o.Confidence), 100*o.Confidence, gate.BaseFigures)

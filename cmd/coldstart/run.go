@@ -145,8 +145,8 @@ func (o *runOptions) validate() error {
 	if err := stats.CheckConfidence(o.Confidence); err != nil {
 		return fmt.Errorf("--confidence: %w", err)
 	}
-	if !(o.Precision > 0 && o.Precision < 1) {
-		return fmt.Errorf("--precision: %v, want a fraction of the median between 0 and 1, exclusive (e.g. 0.03)", o.Precision)
+	if err := stats.CheckPrecision(o.Precision); err != nil {
+		return fmt.Errorf("--precision: %w", err)
 	}
 	if o.MaxRuns < campaign.MinAutoRuns {
 		return fmt.Errorf("--max-runs: %d, want at least %d (the fewest runs whose median has an interval)", o.MaxRuns, campaign.MinAutoRuns)
