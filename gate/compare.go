@@ -330,12 +330,10 @@ func MinAutoRounds(confidence float64) int {
 	return max(MinPairedRounds(BaseFigures, confidence), stats.MinAutoRounds)
 }
 
+// minPairedRounds is MinPairedRounds at level alpha: Holm's first step
+// tests at alpha/tested.
 func minPairedRounds(tested int, alpha float64) int {
-	n := 1
-	for smallestPaired(n)*float64(max(tested, 1)) >= alpha {
-		n++
-	}
-	return n
+	return stats.MinPairs(alpha / float64(max(tested, 1)))
 }
 
 // smallestUnpaired is the smallest two-sided p-value of the Mann–Whitney

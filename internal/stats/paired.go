@@ -306,7 +306,7 @@ func RunsToDetectRounds(a, b Rounds, effect, confidence, power float64) int {
 // confidence level.
 func pairFor(a, b Rounds, confidence float64) (xa, xb []float64, ok bool) {
 	xa, xb, ok = Pair(a, b)
-	return xa, xb, ok && len(xa) >= minPairs(1-confidence)
+	return xa, xb, ok && len(xa) >= MinPairs(1-confidence)
 }
 
 // RunsToDetectPaired estimates how many rounds (pairs) a paired
@@ -328,7 +328,7 @@ func RunsToDetectPaired(a, b []float64, effect, confidence, power float64) int {
 	z := nd.InvCDF(1-(1-confidence)/2) + nd.InvCDF(power)
 	delta := math.Log(1 + effect)
 	n := int(math.Ceil(z * z * sigma * sigma / (delta * delta) / (3 / math.Pi)))
-	return max(n, minPairs(1-confidence))
+	return max(n, MinPairs(1-confidence))
 }
 
 // DetectableEffectPaired is the inverse of RunsToDetectPaired: the
@@ -359,10 +359,10 @@ func pairedSpread(a, b []float64) float64 {
 	return mad(l)
 }
 
-// minPairs is the smallest number of pairs at which the two-sided
+// MinPairs is the smallest number of pairs at which the two-sided
 // signed-rank test of all-positive differences reaches p < alpha
-// (2/2^n: 6 at 5%).
-func minPairs(alpha float64) int {
+// (2/2^n: 6 at 5%); with Holm over k tests, MinPairs(alpha/k).
+func MinPairs(alpha float64) int {
 	for n := 1; n < 50; n++ {
 		if 2/math.Ldexp(1, n) < alpha {
 			return n
