@@ -477,21 +477,19 @@ func mediansOf(rs []SteadyRound) record.SteadyRow {
 	}
 	out := rs[0].SteadyRow
 	var shares []float64
+	calls := make([]float64, 0, len(rs))
+	client := make([]float64, 0, len(rs))
 	for _, r := range rs {
 		if r.ServerCPUShare != nil {
 			shares = append(shares, *r.ServerCPUShare)
 		}
 		out.ServerCPULimit = max(out.ServerCPULimit, r.ServerCPULimit)
+		calls, client = append(calls, r.CallsPerS), append(client, r.ClientCPUUsPerCall)
 	}
 	out.ServerCPUShare = nil
 	if len(shares) > 0 {
 		m := stats.MedianCI(shares, stats.DefaultConfidence).Value
 		out.ServerCPUShare = &m
-	}
-	calls := make([]float64, 0, len(rs))
-	client := make([]float64, 0, len(rs))
-	for _, r := range rs {
-		calls, client = append(calls, r.CallsPerS), append(client, r.ClientCPUUsPerCall)
 	}
 	out.CallsPerS = stats.MedianCI(calls, stats.DefaultConfidence).Value
 	out.ClientCPUUsPerCall = stats.MedianCI(client, stats.DefaultConfidence).Value

@@ -470,9 +470,10 @@ func SummarizeRounds(rs []Row, confidence float64) Row {
 	maxUs, svcMax := 0.0, 0.0
 	var errs int64
 	first := ""
-	out.ErrorCodes = nil
+	out.ErrorCodes, out.ServerCPULimit = nil, 0
 	for _, r := range rs {
 		maxUs, svcMax = max(maxUs, r.MaxUs), max(svcMax, r.ServiceMaxUs)
+		out.ServerCPULimit = max(out.ServerCPULimit, r.ServerCPULimit)
 		errs += r.Errors
 		for code, n := range r.ErrorCodes {
 			if out.ErrorCodes == nil {
@@ -502,10 +503,6 @@ func SummarizeRounds(rs []Row, confidence float64) Row {
 	cpu := col(func(r Row) (float64, bool) { return deref(r.ServerCPUUsPerCall) })
 	out.ServerCPUUsPerCall, out.ServerCPUUsPerCallCI = medPtr(cpu, med), ci(cpu)
 	out.ServerCPUShare = medPtr(col(func(r Row) (float64, bool) { return deref(r.ServerCPUShare) }), med)
-	out.ServerCPULimit = 0
-	for _, r := range rs {
-		out.ServerCPULimit = max(out.ServerCPULimit, r.ServerCPULimit)
-	}
 	out.AllocBytesPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.AllocBytesPerCall) }), med)
 	out.GCCPUUsPerCall = medPtr(col(func(r Row) (float64, bool) { return deref(r.GCCPUUsPerCall) }), med)
 	out.PeakRSSBytes = medInt(col(func(r Row) (float64, bool) { return derefInt(r.PeakRSSBytes) }), med)
