@@ -3,6 +3,7 @@ package inittrace_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,28 +130,38 @@ func TestRanksSlowInitFirst(t *testing.T) {
 }
 
 // The same binary under two names: no difference may be reported for its
-// slow package (the U-test at 5%, 8+8 runs).
+// slow package (the paired test at 5%, 8 runs per arm). One A/A campaign
+// reports a difference in about 5% of tries by design (more when the
+// host's noise comes in bursts), so a difference fails the test only
+// when a second campaign reports one too: a bias between the names, such
+// as an order effect, repeats; a false positive does so in about 0.25%.
 func TestSameBinaryTwoNamesNoDifference(t *testing.T) {
 	if testing.Short() {
-		t.Skip("16 cold starts")
+		t.Skip("16 cold starts, 32 when the first campaign reports a difference")
 	}
 	bin := testservers.BuildPackage(t, slowInit)
-	_, r, err := run(t, 8, campaign.Arm{Name: "a", Path: bin, Env: []string{"SLOWINIT_MS=30"}}, campaign.Arm{Name: "b", Path: bin, Env: []string{"SLOWINIT_MS=30"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, c := range r.Compare {
-		if c.What == "init "+heavyPkg {
-			found = true
-			if !strings.HasPrefix(c.Verdict, "no difference") {
-				t.Errorf("same binary, same init: verdict %q (p=%.3f, %.2f vs %.2f ms)", c.Verdict, c.P, c.BaseMs, c.ArmMs)
+	var found []string
+	for try := 1; try <= 2; try++ {
+		_, r, err := run(t, 8, campaign.Arm{Name: "a", Path: bin, Env: []string{"SLOWINIT_MS=30"}}, campaign.Arm{Name: "b", Path: bin, Env: []string{"SLOWINIT_MS=30"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c *explain.CompareRow
+		for i := range r.Compare {
+			if r.Compare[i].What == "init "+heavyPkg {
+				c = &r.Compare[i]
 			}
 		}
+		if c == nil {
+			t.Fatalf("no comparison of the heavy package: %+v", r.Compare)
+		}
+		if strings.HasPrefix(c.Verdict, "no difference") {
+			return
+		}
+		found = append(found, fmt.Sprintf("campaign %d: %q (p=%.3f, %.2f vs %.2f ms)", try, c.Verdict, c.P, c.BaseMs, c.ArmMs))
+		t.Logf("same binary, same init: %s", found[len(found)-1])
 	}
-	if !found {
-		t.Errorf("no comparison of the heavy package: %+v", r.Compare)
-	}
+	t.Errorf("same binary, same init: a difference in both campaigns:\n%s", strings.Join(found, "\n"))
 }
 
 // A slower init in one arm is told apart, with its direction.
