@@ -64,7 +64,7 @@ var gateSkipFlags = []string{"output", "baseline", "variant", "sweep", "bin", "p
 var gateArms = []string{"default", "static", "upx", "pgo"}
 
 func newGateCmd(run func(context.Context, *gateOptions, io.Writer) error) *cobra.Command {
-	o := &gateOptions{serverOptions: newServerOptions([]string{"default"}), Runs: 20, Precision: stats.DefaultPrecision, MaxRuns: 60,
+	o := &gateOptions{serverOptions: newServerOptions([]string{"default"}), AutoRuns: true, Precision: stats.DefaultPrecision, MaxRuns: 60,
 		Transport: "tcp", Timeout: 30 * time.Second,
 		MaxRegression: gate.DefaultMaxRegression, Confidence: stats.DefaultConfidence, Format: "markdown"}
 	cmd := &cobra.Command{
@@ -112,7 +112,7 @@ Exit status:
      rerun on a quiet host, or pass --allow-busy`,
 		Example: `  coldstart gate base-results/ new-results/ >> "$GITHUB_STEP_SUMMARY"
   coldstart gate --max-regression 0.1 -o benchstat main.jsonl change.jsonl > gate.txt
-  coldstart gate --base origin/main -n 20 --arms default,static ./cmd/server
+  coldstart gate --base origin/main --arms default,static ./cmd/server
   coldstart run --bin base=./old --bin new=./new && coldstart gate results/*_coldstart.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()

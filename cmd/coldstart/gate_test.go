@@ -12,12 +12,12 @@ func TestGateFlags(t *testing.T) {
 	}
 	o = parseFlags(t, "gate", newGateCmd, []string{"--base", "origin/main", "-n", "12", "--arms", "default,static", "--budget", "cpus=0",
 		"--start-timeout", "9s", "--max-regression", "0.1", "-o", "benchstat", "./cmd/api", "--", "--port={port}"}, "")
-	if o.Base != "origin/main" || o.Runs != 12 || o.Pkg != "./cmd/api" || len(o.ServerArgs) != 1 || o.Timeout != 9*time.Second ||
+	if o.Base != "origin/main" || o.Runs != 12 || o.AutoRuns || o.Pkg != "./cmd/api" || len(o.ServerArgs) != 1 || o.Timeout != 9*time.Second ||
 		o.MaxRegression != 0.1 || o.Format != "benchstat" || len(o.Arms.Names) != 2 || len(o.Budgets.Budgets) != 1 {
 		t.Errorf("--base: %+v", o)
 	}
-	if o = parseFlags(t, "gate", newGateCmd, []string{"--base", "HEAD"}, ""); len(o.Arms.Names) != 1 || o.Arms.Names[0] != "default" || o.Runs != 20 || o.AutoRuns {
-		t.Errorf("--base defaults: arms %v, runs %d, auto %v; want default, 20, false", o.Arms.Names, o.Runs, o.AutoRuns)
+	if o = parseFlags(t, "gate", newGateCmd, []string{"--base", "HEAD"}, ""); len(o.Arms.Names) != 1 || o.Arms.Names[0] != "default" || o.Runs != 0 || !o.AutoRuns || o.MaxRuns != 60 {
+		t.Errorf("--base defaults: arms %v, runs %d, auto %v, max runs %d; want default, 0, true (auto), 60", o.Arms.Names, o.Runs, o.AutoRuns, o.MaxRuns)
 	}
 	if o = parseFlags(t, "gate", newGateCmd, []string{"--base", "HEAD", "--runs", "auto", "--precision", "0.02", "--max-runs", "40"}, ""); !o.AutoRuns || o.Runs != 0 ||
 		o.Precision != 0.02 || o.MaxRuns != 40 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,10 @@ import (
 	"github.com/coldstart-go/coldstart/prober"
 	"github.com/coldstart-go/coldstart/record"
 )
+
+// fixedRuns is --runs where auto cannot be the default: on Knative and
+// with --burst.
+const fixedRuns = 20
 
 // runOptions are coldstart run's flags.
 type runOptions struct {
@@ -64,14 +69,16 @@ type runOptions struct {
 }
 
 func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.Command {
-	o := &runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Cluster: cliopts.NewCluster(),
+	o := &runOptions{serverOptions: newServerOptions(defaultArms), AutoRuns: true, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Confidence: stats.DefaultConfidence, Cluster: cliopts.NewCluster(),
 		Precision: stats.DefaultPrecision, MaxRuns: 60}
 	cmd := &cobra.Command{
 		Use:   "run [flags] [PKG] [-- SERVER ARGS...]",
 		Short: "Time each arm from process start to first healthy gRPC reply, many times, arms interleaved",
 		Long: `run builds each arm of PKG (default: the bundled sample server), then starts each arm as a
-fresh process --runs times, arms interleaved after one uncounted warm-up round, and times
-spawn to first ready RPC over a fresh gRPC channel per attempt. It prints one row per
+fresh process in rounds, arms interleaved after one uncounted warm-up round, and times
+spawn to first ready RPC over a fresh gRPC channel per attempt. By default (--runs auto)
+rounds go on until every median is known within --precision, at most --max-runs; --runs N
+counts N. It prints one row per
 arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jsonl as it goes.
 
 Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {socket}
@@ -86,6 +93,11 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SetArgs(cmd, args)
 			o.BurstGiven = cmd.Flags().Changed("burst")
+			if !cmd.Flags().Changed("runs") && (o.Knative() || o.BurstGiven) {
+				// Knative's starts and bursts take a fixed count
+				// (--runs auto refuses them).
+				o.Runs, o.AutoRuns = fixedRuns, false
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -98,7 +110,7 @@ Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {s
 	// the activator holds the certificate for it.
 	sn := f.Lookup("tls-server-name")
 	sn.Usage = strings.TrimSuffix(sn.Usage, ")") + "; --on knative: each Service's host, the probe's :authority)"
-	f.VarP(&cliopts.AutoCount{N: &o.Runs, Auto: &o.AutoRuns, Unit: "runs"}, "runs", "n", "counted cold starts per arm and budget (after one warm-up round), or auto: rounds until every median's interval is within --precision, at most --max-runs")
+	f.VarP(&cliopts.AutoCount{N: &o.Runs, Auto: &o.AutoRuns, Unit: "runs"}, "runs", "n", "counted cold starts per arm and budget (after one warm-up round), or auto: rounds until every median's interval is within --precision, at most --max-runs (with --on knative or --burst the default is "+strconv.Itoa(fixedRuns)+")")
 	f.Float64Var(&o.Precision, "precision", o.Precision, "--runs auto: stop once every arm's median interval reaches no farther than this fraction of the median on either side (0.03 = ±3%)")
 	f.IntVar(&o.MaxRuns, "max-runs", o.MaxRuns, "--runs auto: stop after this many counted rounds, however wide the intervals")
 	f.Float64Var(&o.Confidence, "confidence", o.Confidence, "confidence level of each median's interval, between 0 and 1")

@@ -53,6 +53,9 @@ func TestKnativeResultsTLS(t *testing.T) {
 
 	// In plaintext: no note, no record.
 	o = parseFlags(t, "run", newRunCmd, []string{"--on", "knative", "--arms", "image", "--results-dir", t.TempDir()}, "")
+	if o.AutoRuns || o.Runs != fixedRuns {
+		t.Errorf("--on knative without --runs: runs %d, auto %v; want %d, false", o.Runs, o.AutoRuns, fixedRuns)
+	}
 	checker, err = o.checker()
 	if err != nil {
 		t.Fatal(err)

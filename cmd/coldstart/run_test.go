@@ -24,7 +24,7 @@ var optsCmp = cmp.Options{
 
 func TestRunFlags(t *testing.T) {
 	base := func(mod func(*runOptions)) runOptions {
-		o := runOptions{serverOptions: newServerOptions(defaultArms), Runs: 20, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Cluster: cliopts.NewCluster(),
+		o := runOptions{serverOptions: newServerOptions(defaultArms), AutoRuns: true, Confidence: 0.95, Transport: "tcp", PageCache: "warm", Timeout: 30 * time.Second, Cluster: cliopts.NewCluster(),
 			Precision: 0.03, MaxRuns: 60}
 		if mod != nil {
 			mod(&o)
@@ -42,7 +42,7 @@ func TestRunFlags(t *testing.T) {
 		{name: "arms runs pkg and server args",
 			args: []string{"-n", "5", "--arms", "default,upx", "./cmd/api", "-o", "json", "--", "--listen={addr}"},
 			want: base(func(o *runOptions) {
-				o.Runs, o.Arms, o.Pkg, o.Output, o.ServerArgs = 5, arms("default", "upx"), "./cmd/api", render.JSON, []string{"--listen={addr}"}
+				o.Runs, o.AutoRuns, o.Arms, o.Pkg, o.Output, o.ServerArgs = 5, false, arms("default", "upx"), "./cmd/api", render.JSON, []string{"--listen={addr}"}
 			})},
 		{name: "budgets and pinning", args: []string{"--budget", "cpus=0;max", "--pin-prober", "1", "--transport", "unix"},
 			want: base(func(o *runOptions) {
@@ -69,19 +69,23 @@ func TestRunFlags(t *testing.T) {
 		{name: "on knative", args: []string{"--on", "knative", "--namespace", "cs", "--target", "127.0.0.1:80", "--arms", "image"},
 			want: base(func(o *runOptions) {
 				o.On, o.Namespace, o.Target, o.Arms = "knative", "cs", "127.0.0.1:80", arms("image")
+				o.Runs, o.AutoRuns = fixedRuns, false
 			})},
 		{name: "via activator", args: []string{"--on", "knative", "--via", "activator", "--target", "10.234.0.31:81", "--arms", "image"},
 			want: base(func(o *runOptions) {
 				o.On, o.Via, o.Target, o.Arms = "knative", "activator", "10.234.0.31:81", arms("image")
+				o.Runs, o.AutoRuns = fixedRuns, false
 			})},
 		{name: "traces", args: []string{"--on", "knative", "--via", "activator", "--target", "10.234.0.31:81", "--traces", "10.233.0.1:9411"},
 			want: base(func(o *runOptions) {
 				o.On, o.Via, o.Target, o.Traces = "knative", "activator", "10.234.0.31:81", "10.233.0.1:9411"
+				o.Runs, o.AutoRuns = fixedRuns, false
 			})},
 		// Deployed Services are measured by name: any arm, any prefix.
 		{name: "on knative, a user's service", args: []string{"--on", "knative", "--arms", "myservice", "--name-prefix", "team-"},
 			want: base(func(o *runOptions) {
 				o.On, o.Arms, o.NamePrefix = "knative", arms("myservice"), "team-"
+				o.Runs, o.AutoRuns = fixedRuns, false
 			})},
 		{name: "a user's service is no local arm", args: []string{"--arms", "myservice"},
 			wantErr: `--arms: unknown arm "myservice" (known: default, pgo, static, upx, image, prebound, snapshot)`},
@@ -92,6 +96,7 @@ func TestRunFlags(t *testing.T) {
 		{name: "pull image", args: []string{"--on", "knative", "--arms", "static", "--lever", "pull=10Mbit", "--pull-image", "static=/bin/true"},
 			want: base(func(o *runOptions) {
 				o.On, o.Arms, o.Levers, o.PullImages = "knative", arms("static"), []string{"pull=10Mbit"}, []string{"static=/bin/true"}
+				o.Runs, o.AutoRuns = fixedRuns, false
 			})},
 		{name: "pull image without a pull lever", args: []string{"--on", "knative", "--arms", "static", "--lever", "no-token", "--pull-image", "static=/bin/true"},
 			wantErr: "--pull-image: only with --on knative and a --lever pull=BANDWIDTH or pull=cached"},
@@ -115,7 +120,11 @@ func TestRunFlags(t *testing.T) {
 		})},
 		{name: "a pgo profile without the pgo arm", args: []string{"--arms", "default,static", "--pgo-profile", "cpu.pprof"},
 			wantErr: "--pgo-profile: the pgo arm is not among --arms default,static; add pgo to --arms, or leave --arms out"},
-		{name: "runs auto", args: []string{"--runs", "auto"}, want: base(func(o *runOptions) { o.Runs, o.AutoRuns = 0, true })},
+		{name: "runs auto", args: []string{"--runs", "auto"}, want: base(nil)},
+		{name: "a number of runs", args: []string{"-n", "20"}, want: base(func(o *runOptions) { o.Runs, o.AutoRuns = 20, false })},
+		{name: "a burst counts rounds", args: []string{"--burst", "1,4"},
+			want: base(func(o *runOptions) { o.Runs, o.AutoRuns, o.Burst, o.BurstGiven = fixedRuns, false, "1,4", true })},
+		{name: "a burst with runs auto", args: []string{"--burst", "1,4", "--runs", "auto"}, wantErr: "--burst: give --runs a number of rounds, not auto"},
 		{name: "runs auto to 1% within 100", args: []string{"-n", "auto", "--precision", "0.01", "--max-runs", "100"},
 			want: base(func(o *runOptions) { o.Runs, o.AutoRuns, o.Precision, o.MaxRuns = 0, true, 0.01, 100 })},
 		{name: "runs neither a number nor auto", args: []string{"--runs", "lots"}, wantErr: `"lots", want a number of runs or auto`},
