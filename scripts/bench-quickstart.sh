@@ -51,6 +51,11 @@ kube=$(go list -deps ./cmd/coldstart | grep -cE '^(k8s\.io|knative\.dev|sigs\.k8
 }
 t4=$(now)
 arms=$(grep -h '"kind":"artifact"' "$tmp"/results/*_coldstart.jsonl | grep -o '^{"kind":"artifact","arm":"[a-z]*"' | cut -d'"' -f8 | awk '!seen[$0]++' | paste -sd, | sed 's/,/, /g')
+# Counted rounds and why they stopped (--runs auto, the default), from the
+# results file's stop record; plus the uncounted warm-up round.
+stop=$(grep -h '"kind":"stop"' "$tmp"/results/*_coldstart.jsonl | head -1)
+rounds=$(($(grep -o '"rounds":[0-9]*' <<<"$stop" | cut -d: -f2) + 1))
+reason=$(grep -o '"reason":"[a-z-]*"' <<<"$stop" | cut -d'"' -f4)
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 
 table=$(
@@ -60,7 +65,7 @@ table=$(
 | \`scripts/setup.sh\` (installed: ${installed% }) | $(secs "$t0" "$t1") |
 | the modules \`cmd/coldstart\` needs, from the proxy (as \`go run\` fetches them) | $(secs "$t1" "$t2") |
 | compile \`cmd/coldstart\` ($deps packages, $kube of them Kubernetes and Knative clients) | $(secs "$t2" "$t3") |
-| the first \`coldstart run\`: build the default arms of the sample ($arms), 21 rounds | $(secs "$t3" "$t4") |
+| the first \`coldstart run\`: build the default arms of the sample ($arms), $rounds rounds (stopped on $reason) | $(secs "$t3" "$t4") |
 | **total** | **$(secs "$t0" "$t4")** |
 
 Load average $load_before before, $load_after after. \`go run\` compiles and then runs, so the
