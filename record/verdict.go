@@ -118,6 +118,11 @@ type VerdictSummary struct {
 	// spread between campaigns, which neither test sees.)
 	DetectableUnpairedAt20 *float64 `json:"detectable_effect_at_20_runs_unpaired,omitempty"`
 	DetectablePairedAt20   *float64 `json:"detectable_effect_at_20_runs_paired,omitempty"`
+	// DetectableUnpairedAtRuns and DetectablePairedAtRuns are the same at
+	// the rounds each campaign of a -runs auto experiment counted: the
+	// smallest effect its stopping rule resolved. Nil for a fixed count.
+	DetectableUnpairedAtRuns *float64 `json:"detectable_effect_at_own_runs_unpaired,omitempty"`
+	DetectablePairedAtRuns   *float64 `json:"detectable_effect_at_own_runs_paired,omitempty"`
 	// With -runs auto (RunsPerArm 0): the precision and cap, and the
 	// counted rounds the campaigns ran (minimum, median, maximum, total).
 	Precision  float64  `json:"precision,omitempty"`

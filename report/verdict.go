@@ -57,6 +57,9 @@ func (r *Report) verdictSection(m *mdw) {
 			if v.DetectablePairedAt20 != nil {
 				detectable += fmt.Sprintf(" (within a campaign: unpaired %s, paired %s)", pct(v.DetectableUnpairedAt20), pct(v.DetectablePairedAt20))
 			}
+			if v.DetectablePairedAtRuns != nil {
+				detectable += fmt.Sprintf("; at its own runs: unpaired %s, paired %s", pct(v.DetectableUnpairedAtRuns), pct(v.DetectablePairedAtRuns))
+			}
 			rows = append(rows, []string{v.Experiment, v.Truth, runs, det, cover, detectable,
 				fmt.Sprintf("%.1f–%.1f", v.Load1Min, v.Load1Max), fmt.Sprintf("%d/%d", v.BusyWindows, v.Campaigns), "`" + filepath.Base(c.File) + "`"})
 			files = appendUnique(files, filepath.Base(c.File))

@@ -103,7 +103,7 @@ func TestCompareCampaignsMatchesJudge(t *testing.T) {
 			paired++
 		}
 	}
-	r := compareCampaigns(cs, "a", "b", "", 0.95)
+	r := compareCampaigns(cs, "a", "b", "", 0.95, 20)
 	if r.Campaigns != 3 || r.Paired != paired || r.Unpaired != 0 {
 		t.Errorf("compareCampaigns = %+v; want 3 campaigns, %d paired, 0 unpaired", r, paired)
 	}

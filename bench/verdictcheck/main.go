@@ -42,13 +42,15 @@
 // coldstart run's) and judges each campaign's samples again, unpaired
 // (Mann–Whitney) and paired by run (Wilcoxon signed-rank on per-round
 // ratios), and prints how often each found a difference and the smallest
-// effect 20 runs per arm would detect by each.
+// effect -detect-at runs per arm would detect by each (0: each campaign's
+// own counted rounds, the effect its --runs auto campaigns resolved).
 //
 //	go run ./bench/verdictcheck                       # 20 campaigns × 20 runs per arm: aa, upx, sleep
 //	go run ./bench/verdictcheck -campaigns 5 -runs 6 -experiments aa
 //	go run ./bench/verdictcheck -campaigns 40 -runs auto -experiments aa
 //	go run ./bench/verdictcheck -campaigns 20 -experiments gate-sleep
 //	go run ./bench/verdictcheck -reanalyze results/*_verdict-aa.jsonl
+//	go run ./bench/verdictcheck -reanalyze -detect-at 0 results/*_verdict-aa.jsonl
 package main
 
 import (
@@ -94,14 +96,18 @@ func main() {
 	results := flag.String("results-dir", "results", "where to write the results files")
 	exps := flag.String("experiments", "aa,upx,sleep", "which experiments: aa, upx, sleep, gate-sleep, gate-aa (gate: both)")
 	again := flag.Bool("reanalyze", false, "measure nothing: judge the samples of the results files named as arguments again, unpaired and paired")
+	detectAt := flag.Int("detect-at", 20, "-reanalyze: the runs per arm the smallest detectable effect is for (0 = each campaign's own counted rounds)")
 	flag.Parse()
+	if *detectAt < 0 {
+		fail(fmt.Errorf("-detect-at: %d, want a number of runs per arm, or 0 for each campaign's own", *detectAt))
+	}
 	if err := stats.CheckConfidence(*conf); err != nil {
 		fail(fmt.Errorf("-confidence: %w", err))
 	}
 	if *again {
 		var rs []reanalysis
 		for _, f := range flag.Args() {
-			r, err := reanalyze(f, *conf)
+			r, err := reanalyze(f, *conf, *detectAt)
 			if err != nil {
 				fail(err)
 			}
@@ -380,8 +386,12 @@ func run(ctx context.Context, exp, truth string, a, b campaign.Arm, n int, p pla
 		sum.DetectableAtN = fp(stats.DetectableEffect(allA, allB, p.runs, p.conf, 0.8))
 	}
 	sum.DetectableAt20 = fp(stats.DetectableEffect(allA, allB, 20, p.conf, 0.8))
-	re := compareCampaigns(cs, a.Name, b.Name, "", p.conf)
+	re := compareCampaigns(cs, a.Name, b.Name, "", p.conf, 20)
 	sum.DetectableUnpairedAt20, sum.DetectablePairedAt20 = fp(re.DetectableUnpaired), fp(re.DetectablePaired)
+	if p.auto() {
+		own := compareCampaigns(cs, a.Name, b.Name, "", p.conf, 0)
+		sum.DetectableUnpairedAtRuns, sum.DetectablePairedAtRuns = fp(own.DetectableUnpaired), fp(own.DetectablePaired)
+	}
 	if err := rf.Add("verdict_summary", sum); err != nil {
 		return err
 	}
@@ -418,6 +428,9 @@ func printSummary(sum Summary, path string) {
 	if sum.DetectableUnpairedAt20 != nil || sum.DetectablePairedAt20 != nil {
 		fmt.Printf("; smallest effect detectable with 20 runs per arm: unpaired %s, paired %s (median over campaigns; pooled unpaired %s)",
 			pctp(sum.DetectableUnpairedAt20), pctp(sum.DetectablePairedAt20), pctp(sum.DetectableAt20))
+	}
+	if sum.DetectablePairedAtRuns != nil {
+		fmt.Printf("; at each campaign's own rounds: unpaired %s, paired %s", pctp(sum.DetectableUnpairedAtRuns), pctp(sum.DetectablePairedAtRuns))
 	}
 	fmt.Printf("; load %.1f–%.1f, %d/%d windows busy -> %s\n", sum.Load1Min, sum.Load1Max, sum.BusyWindows, n, path)
 }

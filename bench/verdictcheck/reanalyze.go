@@ -63,7 +63,7 @@ func readCampaigns(r io.Reader) (cs []campaignSamples, arms, budgets []string, e
 
 // reanalysis is one arm against another under one budget, over every
 // campaign of a file: how often each test found a difference, and the
-// smallest effect 20 runs per arm would detect at the spread seen.
+// smallest effect At runs per arm would detect at the spread seen.
 type reanalysis struct {
 	File, Budget, A, B string
 	Campaigns          int
@@ -72,8 +72,11 @@ type reanalysis struct {
 	// count by CompareRounds (paired where the rounds pair).
 	Unpaired, Paired             int
 	UnpairedSlower, PairedSlower int
+	// At is the runs per arm the detectable effects are for; 0 means
+	// each campaign's own (its counted pairs), as --runs auto left them.
+	At int
 	// DetectableUnpaired and DetectablePaired are the smallest relative
-	// effects 20 runs per arm detect (80% power) at the spread within a
+	// effects At runs per arm detect (80% power) at the spread within a
 	// campaign (its values; its per-round ratios), the median over the
 	// campaigns: pooling campaigns would count the spread between them,
 	// which neither test sees.
@@ -81,8 +84,9 @@ type reanalysis struct {
 }
 
 // reanalyze sets every arm against the first (or default) under each
-// budget, unpaired and paired, on the same samples.
-func reanalyze(file string, conf float64) ([]reanalysis, error) {
+// budget, unpaired and paired, on the same samples; the detectable effects
+// are for at runs per arm (0: each campaign's own).
+func reanalyze(file string, conf float64, at int) ([]reanalysis, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -99,7 +103,7 @@ func reanalyze(file string, conf float64) ([]reanalysis, error) {
 			if a == base {
 				continue
 			}
-			r := compareCampaigns(cs, a, base, b, conf)
+			r := compareCampaigns(cs, a, base, b, conf, at)
 			if r.Campaigns == 0 {
 				continue
 			}
@@ -112,8 +116,8 @@ func reanalyze(file string, conf float64) ([]reanalysis, error) {
 
 // compareCampaigns sets arm a against arm base under budget in every
 // campaign of cs that measured both, unpaired and paired.
-func compareCampaigns(cs []campaignSamples, a, base, budget string, conf float64) reanalysis {
-	r := reanalysis{Budget: budget, A: a, B: base}
+func compareCampaigns(cs []campaignSamples, a, base, budget string, conf float64, at int) reanalysis {
+	r := reanalysis{Budget: budget, A: a, B: base, At: at}
 	var du, dp []float64
 	for _, c := range cs {
 		xa, xb := c[[2]string{a, budget}], c[[2]string{base, budget}]
@@ -136,8 +140,12 @@ func compareCampaigns(cs []campaignSamples, a, base, budget string, conf float64
 			}
 		}
 		pa, pb, _ := stats.Pair(xa, xb)
-		du = append(du, stats.DetectableEffect(xa.Values(), xb.Values(), 20, conf, 0.8))
-		dp = append(dp, stats.DetectableEffectPaired(pa, pb, 20, conf, 0.8))
+		n := at
+		if n == 0 {
+			n = len(pa)
+		}
+		du = append(du, stats.DetectableEffect(xa.Values(), xb.Values(), n, conf, 0.8))
+		dp = append(dp, stats.DetectableEffectPaired(pa, pb, n, conf, 0.8))
 	}
 	r.DetectableUnpaired, r.DetectablePaired = median(du), median(dp)
 	return r
@@ -146,10 +154,14 @@ func compareCampaigns(cs []campaignSamples, a, base, budget string, conf float64
 // writeReanalysis prints one row per comparison.
 func writeReanalysis(w io.Writer, rs []reanalysis) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "file\tbudget\ta\tb\tcampaigns\tunpaired_significant\tpaired_significant\tdetectable_at_20_unpaired\tdetectable_at_20_paired")
+	fmt.Fprintln(tw, "file\tbudget\ta\tb\tcampaigns\tunpaired_significant\tpaired_significant\tdetectable_at\tdetectable_unpaired\tdetectable_paired")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d (%d slower)\t%d (%d slower)\t%s\t%s\n", r.File, r.Budget, r.A, r.B, r.Campaigns,
-			r.Unpaired, r.UnpairedSlower, r.Paired, r.PairedSlower, pct(r.DetectableUnpaired), pct(r.DetectablePaired))
+		at := "own runs"
+		if r.At > 0 {
+			at = fmt.Sprintf("%d runs", r.At)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d (%d slower)\t%d (%d slower)\t%s\t%s\t%s\n", r.File, r.Budget, r.A, r.B, r.Campaigns,
+			r.Unpaired, r.UnpairedSlower, r.Paired, r.PairedSlower, at, pct(r.DetectableUnpaired), pct(r.DetectablePaired))
 	}
 	return tw.Flush()
 }

@@ -39,7 +39,7 @@ func TestReanalyze(t *testing.T) {
 		}
 	}
 	f.Close()
-	rs, err := reanalyze(path, 0.95)
+	rs, err := reanalyze(path, 0.95, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,5 +52,22 @@ func TestReanalyze(t *testing.T) {
 	}
 	if !(r.DetectablePaired < 0.01) || !(r.DetectableUnpaired > 0.2) {
 		t.Errorf("detectable at 20 runs: unpaired %v, paired %v; want above 20%% and below 1%%", r.DetectableUnpaired, r.DetectablePaired)
+	}
+
+	// At each campaign's own runs (10 counted rounds here, as --runs auto
+	// leaves them): the same as asking for 10, and more than at 20.
+	own, err := reanalyze(path, 0.95, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := reanalyze(path, 0.95, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, x := own[0], ten[0]; o.At != 0 || o.DetectableUnpaired != x.DetectableUnpaired || o.DetectablePaired != x.DetectablePaired {
+		t.Errorf("detectable at each campaign's own runs: %+v, want at 0 and the figures at 10 runs: %+v", o, x)
+	}
+	if !(own[0].DetectableUnpaired > r.DetectableUnpaired) {
+		t.Errorf("detectable unpaired at 10 runs %v, at 20 %v: want more at 10", own[0].DetectableUnpaired, r.DetectableUnpaired)
 	}
 }
