@@ -78,8 +78,8 @@ func newRunCmd(run func(context.Context, *runOptions, io.Writer) error) *cobra.C
 fresh process in rounds, arms interleaved after one uncounted warm-up round, and times
 spawn to first ready RPC over a fresh gRPC channel per attempt. By default (--runs auto)
 rounds go on until every median is known within --precision, at most --max-runs; --runs N
-counts N. It prints one row per
-arm and budget and writes every probe to results/<YYYYMMDD-HHMMSS>_coldstart.jsonl as it goes.
+counts N. It prints one row per arm and budget and writes every probe to
+results/<YYYYMMDD-HHMMSS>_coldstart.jsonl as it goes.
 
 Server arguments after -- (and --env values) may name {addr}, {host}, {port}, {socket}
 (a Unix socket instead of a port, with --transport unix), {http_addr} and {debug_addr}
