@@ -36,3 +36,15 @@ func TestLoadBound(t *testing.T) {
 		}
 	}
 }
+
+// TestServerCPUs: calls/s times server CPU per call, in CPUs; 0 when the
+// server's CPU was not read.
+func TestServerCPUs(t *testing.T) {
+	us := 25.0
+	if got := (SteadyRow{CallsPerS: 40000, ServerCPUUsPerCall: &us}).ServerCPUs(); got != 1 {
+		t.Errorf("40000 calls/s at 25 µs: ServerCPUs() = %g, want 1", got)
+	}
+	if got := (SteadyRow{CallsPerS: 40000}).ServerCPUs(); got != 0 {
+		t.Errorf("no server CPU read: ServerCPUs() = %g, want 0", got)
+	}
+}

@@ -196,6 +196,16 @@ func (r SteadyRow) GeneratorCPUs() float64 {
 	return r.CallsPerS * r.ClientCPUUsPerCall / 1e6
 }
 
+// ServerCPUs is the CPUs' worth of time the server spent over r's window:
+// calls/s times its CPU per call (0 when that was not read). Set against
+// ServerCPULimit it is ServerCPUShare.
+func (r SteadyRow) ServerCPUs() float64 {
+	if r.ServerCPUUsPerCall == nil {
+		return 0
+	}
+	return r.CallsPerS * *r.ServerCPUUsPerCall / 1e6
+}
+
 // CPUVsBaseline is a step row's server CPU per call over its rounds
 // against the baseline arm's, as VsBaseline is for calls/s: the ratio
 // row/baseline with its interval, the Mann–Whitney p-value and the

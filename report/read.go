@@ -394,7 +394,7 @@ func (c *Campaign) fillServerCPUShares() {
 			return false
 		}
 		lim := float64(r.GoMaxProcs)
-		share := r.CallsPerS * *r.ServerCPUUsPerCall / 1e6 / lim
+		share := r.ServerCPUs() / lim
 		r.ServerCPULimit, r.ServerCPUShare = lim, &share
 		return true
 	}

@@ -316,7 +316,7 @@ func (s *server) row(cfg Config, st step, o outcome, before, after reading) Row 
 		if r.GoMaxProcs > 0 {
 			lim = min(lim, float64(r.GoMaxProcs))
 		}
-		share := *r.ServerCPUUsPerCall * float64(r.Calls) / 1e6 / r.Seconds / lim
+		share := r.ServerCPUs() / lim
 		r.ServerCPULimit, r.ServerCPUShare = lim, &share
 	}
 	if !after.at.IsZero() && s.metered {
