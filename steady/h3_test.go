@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -184,6 +185,19 @@ func TestTargetH3(t *testing.T) {
 	httpAddr, _ := prober.FreeTCP()
 	cmd := startByHand(t, grpcAddr, bin, nil, "--addr="+grpcAddr.Address, "--http-addr="+httpAddr.Address, "--http3-addr="+httpAddr.Address,
 		"--tls-cert", filepath.Join(dir, "server.crt"), "--tls-key", filepath.Join(dir, "server.key"))
+	// startByHand saw the gRPC port accept; the server binds its UDP
+	// socket after it, so wait until the process holds that too (a
+	// loaded host once ran the check in between).
+	udp := prober.Target{Network: "udp", Address: httpAddr.Address}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := (listeners{Root: "/proc"}).checkListener(cmd.Process.Pid, udp)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server by hand never bound %s: %v", udp, err)
+		}
+	}
 	tl := probertest.LoadTLS(t, prober.TLSOptions{CAFile: filepath.Join(dir, "ca.crt")})
 	var c collect
 	cfg := Config{Target: &Target{Addr: httpAddr, PID: cmd.Process.Pid}, TLS: tl, Protocols: []Protocol{H3},
